@@ -1,0 +1,246 @@
+"""The ports: narrow interfaces every backend and provider implements.
+
+Each port has an in-memory reference implementation in :mod:`hmem.backends.memory`
+(or the matching provider module) and one contract test suite in
+``tests/contract/`` that every implementation must pass.
+
+Scoping rule for every store: a record belongs to a ``user_id`` (and a session
+record also to a ``session_id``); no call reads or changes another user's records.
+Ids are validated with :func:`hmem.types.check_id`; bad input raises
+:class:`hmem.errors.InvalidInput` and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from hmem.types import (
+    Message,
+    ProfileEntry,
+    ProfileValue,
+    Provenance,
+    SessionInfo,
+    SessionState,
+    SessionSummary,
+    Usage,
+)
+
+__all__ = [
+    "LLM",
+    "Embedder",
+    "LLMReply",
+    "LexicalIndex",
+    "ProfileStore",
+    "ScoredId",
+    "SessionStore",
+    "SummaryStore",
+    "Tokenizer",
+    "VectorIndex",
+]
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """The short-term buffer: an ordered list of messages per (user, session).
+
+    Every write bumps the session's ``version`` (an int, 0 for a session that does
+    not exist). Appends are atomic single operations, never load-modify-save, so
+    concurrent appends from threads, processes or app instances all survive.
+    """
+
+    def append(self, user_id: str, session_id: str, messages: Sequence[Message]) -> int:
+        """Append ``messages`` in order, atomically; return the new version.
+
+        Raises :class:`~hmem.errors.DuplicateId` (writing none of the batch) if a
+        message id already exists in the session. An empty batch is a no-op that
+        returns the current version.
+        """
+        ...
+
+    def load(self, user_id: str, session_id: str, last_n: int | None = None) -> SessionState:
+        """The session's messages, oldest first (only the last ``last_n`` if given),
+        and its version. A missing session is ``SessionState((), 0)``."""
+        ...
+
+    def replace(
+        self, user_id: str, session_id: str, messages: Sequence[Message], expected_version: int
+    ) -> int:
+        """Replace the whole message list if the version is still ``expected_version``
+        (compare-and-set, used by compaction); return the new version. Raises
+        :class:`~hmem.errors.ConflictError` if another write came first."""
+        ...
+
+    def delete(self, user_id: str, session_id: str) -> bool:
+        """Delete the session; True if it existed."""
+        ...
+
+    def list_sessions(self, user_id: str) -> list[SessionInfo]:
+        """The user's sessions, most recently updated first."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SummaryStore(Protocol):
+    """The rolling summary of each session (one current summary per session)."""
+
+    def get(self, user_id: str, session_id: str) -> SessionSummary | None: ...
+
+    def put(self, summary: SessionSummary) -> None:
+        """Store (overwrite) the session's summary."""
+        ...
+
+    def delete(self, user_id: str, session_id: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ProfileStore(Protocol):
+    """Per-user key → value facts with history.
+
+    Keys are normalized (case-folded, inner whitespace to ``_``). Last write wins
+    per key; the previous value stays in history with its ``valid_to`` set.
+    """
+
+    def set(
+        self,
+        user_id: str,
+        key: str,
+        value: ProfileValue,
+        *,
+        provenance: Provenance | None = None,
+        confidence: float = 1.0,
+        at: datetime | None = None,
+    ) -> ProfileEntry: ...
+
+    def get(self, user_id: str, key: str) -> ProfileEntry | None: ...
+
+    def delete(self, user_id: str, key: str, *, provenance: Provenance | None = None) -> bool:
+        """Remove the current value; history records the deletion. True if it existed."""
+        ...
+
+    def all(self, user_id: str) -> list[ProfileEntry]:
+        """Current entries, most recently set first."""
+        ...
+
+    def history(self, user_id: str, key: str) -> list[ProfileEntry]:
+        """Every version of the key, oldest first (deletions have ``value=None``)."""
+        ...
+
+    def delete_user(self, user_id: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredId:
+    """A document id with a retriever's score (higher is better)."""
+
+    id: str
+    score: float
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Dense vectors per user; cosine similarity. hmem always supplies the vectors."""
+
+    def upsert(
+        self,
+        user_id: str,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None: ...
+
+    def query(
+        self, user_id: str, vector: Sequence[float], k: int, where: Mapping[str, Any] | None = None
+    ) -> list[ScoredId]: ...
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None: ...
+
+    def delete_user(self, user_id: str) -> None: ...
+
+    def count(self, user_id: str) -> int: ...
+
+
+@runtime_checkable
+class LexicalIndex(Protocol):
+    """BM25 over a user's documents, incremental add/remove."""
+
+    def add(self, user_id: str, doc_id: str, text: str) -> None: ...
+
+    def remove(self, user_id: str, doc_id: str) -> None: ...
+
+    def search(
+        self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None
+    ) -> list[ScoredId]: ...
+
+    def delete_user(self, user_id: str) -> None: ...
+
+    def count(self, user_id: str) -> int: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Text → unit-normalized vectors. Loads its model lazily on first use."""
+
+    @property
+    def model_name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LLMReply:
+    """The text an LLM returned, with the model that answered and the usage."""
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat-completion model (OpenAI-compatible or a test double)."""
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        json_mode: bool = False,
+    ) -> LLMReply: ...
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens the way one model does, chat overhead included."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count(self, text: str) -> int:
+        """Tokens of a bare text."""
+        ...
+
+    def count_message(self, message: Message) -> int:
+        """Tokens one message adds to a chat prompt, overhead included."""
+        ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """Tokens of a whole chat prompt (messages + the reply primer)."""
+        ...
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` that is at most ``max_tokens`` tokens."""
+        ...

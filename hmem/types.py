@@ -1,0 +1,468 @@
+"""hmem's value types: plain frozen dataclasses shared by every layer.
+
+This module imports nothing from the rest of hmem except :mod:`hmem.errors`, so
+every other module may depend on it.
+
+Example::
+
+    >>> from hmem.types import Message
+    >>> m = Message.from_openai({"role": "user", "content": "hi"})
+    >>> m.to_openai()
+    {'role': 'user', 'content': 'hi'}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias, get_args
+
+from hmem.errors import InvalidInput
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_ID_CHARS",
+    "Hit",
+    "JSONScalar",
+    "MemoryItem",
+    "Message",
+    "ProfileEntry",
+    "ProfileValue",
+    "Provenance",
+    "Role",
+    "SessionInfo",
+    "SessionState",
+    "SessionSummary",
+    "ToolCall",
+    "Usage",
+    "as_datetime",
+    "check_id",
+    "check_text",
+    "new_id",
+    "utcnow",
+]
+
+Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset(get_args(Role))
+
+#: Largest accepted message content / memory text, in characters (about 1 MB of
+#: ASCII). Bigger payloads are almost always a bug (a file pasted by accident).
+MAX_CONTENT_CHARS = 1_000_000
+#: Longest accepted id (user, session, message, item), in characters.
+MAX_ID_CHARS = 256
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+ProfileValue: TypeAlias = str | int | float | bool | tuple[str, ...]
+
+
+def utcnow() -> datetime:
+    """The current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A fresh random id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def check_id(value: object, field_name: str) -> str:
+    """Return ``value`` if it is a usable id, else raise :class:`InvalidInput`.
+
+    An id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without
+    control characters or surrounding whitespace.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
+    if not value or not value.strip():
+        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
+    if value != value.strip():
+        raise InvalidInput(f"{field_name} must not start or end with whitespace: {value!r}", field=field_name)
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInput(f"{field_name} is longer than {MAX_ID_CHARS} characters", field=field_name)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise InvalidInput(f"{field_name} must not contain control characters: {value!r}", field=field_name)
+    _check_utf8(value, field_name)
+    return value
+
+
+def check_text(value: object, field_name: str, *, allow_empty: bool = True) -> str:
+    """Return ``value`` if it is acceptable text content, else raise :class:`InvalidInput`."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"{field_name} has {len(value):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
+            field=field_name,
+        )
+    _check_utf8(value, field_name)
+    return value
+
+
+def _check_utf8(value: str, field_name: str) -> None:
+    # Lone surrogates (e.g. from bytes decoded with 'surrogateescape') cannot be
+    # stored as UTF-8 by any backend; reject them up front.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field_name} is not valid UTF-8 (lone surrogate)", field=field_name) from None
+
+
+def as_datetime(value: object, field_name: str = "created_at") -> datetime:
+    """Coerce a datetime, ISO-8601 string or epoch seconds to an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, bool):
+        raise InvalidInput(f"{field_name} must be a datetime, ISO string or epoch seconds", field=field_name)
+    elif isinstance(value, int | float):
+        if not math.isfinite(value):
+            raise InvalidInput(f"{field_name} must be finite", field=field_name)
+        try:
+            dt = datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"{field_name} is out of range: {value!r}", field=field_name) from None
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"{field_name} is not an ISO-8601 timestamp: {value!r}", field=field_name) from None
+    else:
+        raise InvalidInput(
+            f"{field_name} must be a datetime, ISO string or epoch seconds, got {type(value).__name__}",
+            field=field_name,
+        )
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call requested by an assistant message (OpenAI shape).
+
+    ``arguments`` is the JSON text exactly as the model produced it.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    type: str = "function"
+
+    def __post_init__(self) -> None:
+        check_id(self.id, "tool_calls[].id")
+        if not isinstance(self.name, str) or not self.name:
+            raise InvalidInput("tool_calls[].function.name must be a non-empty string", field="tool_calls[].function.name")
+        if not isinstance(self.arguments, str):
+            raise InvalidInput(
+                "tool_calls[].function.arguments must be a JSON string", field="tool_calls[].function.arguments"
+            )
+        if self.type != "function":
+            raise InvalidInput(f"tool_calls[].type must be 'function', got {self.type!r}", field="tool_calls[].type")
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "function": {"name": self.name, "arguments": self.arguments}}
+
+    @classmethod
+    def from_openai(cls, data: object, index: int = 0) -> ToolCall:
+        where = f"tool_calls[{index}]"
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"{where} must be an object", field=where)
+        fn = data.get("function")
+        if not isinstance(fn, Mapping):
+            raise InvalidInput(f"{where}.function must be an object with name and arguments", field=f"{where}.function")
+        arguments = fn.get("arguments", "{}")
+        if isinstance(arguments, Mapping):  # some clients send a parsed object; keep it as JSON text
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        return cls(
+            id=data.get("id"),  # type: ignore[arg-type]  # validated in __post_init__
+            name=fn.get("name"),  # type: ignore[arg-type]
+            arguments=arguments,  # type: ignore[arg-type]
+            type=data.get("type", "function"),  # type: ignore[arg-type]
+        )
+
+
+_OPENAI_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
+_HMEM_KEYS = frozenset({"id", "created_at", "metadata"})
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message in the OpenAI shape, plus hmem's ``id`` and ``created_at``.
+
+    ``content`` is ``None`` only for an assistant message that just calls tools.
+    Construction validates; bad data raises :class:`InvalidInput` naming the field.
+
+    Example::
+
+        >>> m = Message(role="user", content="I live in Berlin", id="t1")
+        >>> Message.from_openai(m.to_openai(include_meta=True)) == m
+        True
+    """
+
+    role: Role
+    content: str | None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    id: str = field(default_factory=new_id)
+    created_at: datetime = field(default_factory=utcnow)
+    metadata: Mapping[str, JSONScalar] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {self.role!r}", field="role")
+        check_id(self.id, "id")
+        if not isinstance(self.created_at, datetime) or self.created_at.tzinfo is None:
+            object.__setattr__(self, "created_at", as_datetime(self.created_at))
+        if self.content is None:
+            if not (self.role == "assistant" and self.tool_calls):
+                raise InvalidInput(
+                    "content may be None only for an assistant message with tool_calls", field="content"
+                )
+        else:
+            check_text(self.content, "content")
+        if self.name is not None:
+            check_id(self.name, "name")
+        if not isinstance(self.tool_calls, tuple):
+            if isinstance(self.tool_calls, list):
+                object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+            else:
+                raise InvalidInput("tool_calls must be a list", field="tool_calls")
+        if self.tool_calls:
+            if self.role != "assistant":
+                raise InvalidInput("only assistant messages may have tool_calls", field="tool_calls")
+            for tc in self.tool_calls:
+                if not isinstance(tc, ToolCall):
+                    raise InvalidInput("tool_calls must hold ToolCall values", field="tool_calls")
+            ids = [tc.id for tc in self.tool_calls]
+            if len(set(ids)) != len(ids):
+                raise InvalidInput("tool_calls ids must be unique within a message", field="tool_calls")
+        if self.role == "tool":
+            if self.tool_call_id is None:
+                raise InvalidInput("a tool message needs tool_call_id", field="tool_call_id")
+            check_id(self.tool_call_id, "tool_call_id")
+        elif self.tool_call_id is not None:
+            raise InvalidInput("only tool messages may have tool_call_id", field="tool_call_id")
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidInput("metadata must be an object", field="metadata")
+        for key, value in self.metadata.items():
+            if not isinstance(key, str):
+                raise InvalidInput("metadata keys must be strings", field="metadata")
+            if value is not None and not isinstance(value, str | int | float | bool):
+                raise InvalidInput(f"metadata[{key!r}] must be a string, number, bool or null", field="metadata")
+            if isinstance(value, float) and not math.isfinite(value):
+                raise InvalidInput(f"metadata[{key!r}] must be finite", field="metadata")
+
+    # -- OpenAI dicts -------------------------------------------------------------
+
+    @classmethod
+    def from_openai(cls, data: object) -> Message:
+        """Build a message from an OpenAI chat dict (extra hmem keys ``id``,
+        ``created_at``, ``metadata`` are honoured; other unknown keys are rejected)."""
+        if isinstance(data, Message):
+            return data
+        if not isinstance(data, Mapping):
+            raise InvalidInput(f"a message must be an object, got {type(data).__name__}", field="message")
+        unknown = set(data) - _OPENAI_KEYS - _HMEM_KEYS
+        if unknown:
+            raise InvalidInput(f"unknown message field(s): {sorted(unknown)}", field=sorted(unknown)[0])
+        if "role" not in data:
+            raise InvalidInput("a message needs a role", field="role")
+        raw_calls = data.get("tool_calls") or ()
+        if not isinstance(raw_calls, list | tuple):
+            raise InvalidInput("tool_calls must be a list", field="tool_calls")
+        calls = tuple(ToolCall.from_openai(tc, i) for i, tc in enumerate(raw_calls))
+        kwargs: dict[str, Any] = {
+            "role": data["role"],
+            "content": data.get("content"),
+            "name": data.get("name"),
+            "tool_calls": calls,
+            "tool_call_id": data.get("tool_call_id"),
+        }
+        if data.get("id") is not None:
+            kwargs["id"] = data["id"]
+        if data.get("created_at") is not None:
+            kwargs["created_at"] = as_datetime(data["created_at"])
+        if data.get("metadata") is not None:
+            kwargs["metadata"] = data["metadata"]
+        return cls(**kwargs)
+
+    def to_openai(self, *, include_meta: bool = False) -> dict[str, Any]:
+        """The OpenAI chat dict; with ``include_meta`` also ``id``, ``created_at``
+        (ISO-8601) and ``metadata`` for lossless storage."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [tc.to_openai() for tc in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if include_meta:
+            out["id"] = self.id
+            out["created_at"] = self.created_at.isoformat()
+            if self.metadata:
+                out["metadata"] = dict(self.metadata)
+        return out
+
+    def to_json(self) -> str:
+        """Compact JSON of :meth:`to_openai` with meta (the storage format)."""
+        return json.dumps(self.to_openai(include_meta=True), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Message:
+        return cls.from_openai(json.loads(text))
+
+    def with_id(self, new: str) -> Message:
+        return replace(self, id=new)
+
+    @property
+    def text(self) -> str:
+        """Content, or "" for a tool-calls-only assistant message."""
+        return self.content or ""
+
+
+def coerce_messages(messages: Iterable[object], field_name: str = "messages") -> list[Message]:
+    """Accept Messages or OpenAI dicts; validate every one; name the index on error."""
+    if isinstance(messages, str | bytes | Mapping):
+        raise InvalidInput(f"{field_name} must be a list of messages", field=field_name)
+    out: list[Message] = []
+    for i, raw in enumerate(messages):
+        try:
+            out.append(Message.from_openai(raw))
+        except InvalidInput as exc:
+            where = f"{field_name}[{i}]" + (f".{exc.field}" if exc.field else "")
+            raise InvalidInput(f"{where}: {exc}", field=where) from None
+    ids = [m.id for m in out]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput(f"{field_name} contains the same message id twice", field=field_name)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """A session's messages (oldest first) and its version for compare-and-set."""
+
+    messages: tuple[Message, ...]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One session of a user, as listed by a session store."""
+
+    session_id: str
+    message_count: int
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage of one provider call (LLM or embeddings)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+
+
+SummaryMethod: TypeAlias = Literal["llm", "extractive", "raw"]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """The rolling summary of one session.
+
+    ``covers_until`` is the watermark: the id of the last message folded in.
+    ``method`` says which path of the fallback chain produced the text.
+    """
+
+    user_id: str
+    session_id: str
+    text: str
+    covers_until: str | None
+    folded_count: int
+    method: SummaryMethod
+    updated_at: datetime = field(default_factory=utcnow)
+    tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a profile value or memory item came from: a message, or the API."""
+
+    source: Literal["message", "api", "import", "extractor"] = "api"
+    session_id: str | None = None
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileEntry:
+    """One version of one profile key. ``value is None`` marks a deletion in history.
+
+    ``valid_to is None`` means the entry is current.
+    """
+
+    user_id: str
+    key: str
+    value: ProfileValue | None
+    valid_from: datetime
+    valid_to: datetime | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    confidence: float = 1.0
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_to is None and self.value is not None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryItem:
+    """One long-term record of a user: an extracted fact or an archived turn.
+
+    ``kind`` is e.g. ``"fact"``, ``"preference"``, ``"event"`` or ``"turn"``
+    (a verbatim archived message). ``source_message_id`` traces a turn or a fact
+    back to the message it came from.
+    """
+
+    id: str
+    user_id: str
+    text: str
+    kind: str = "fact"
+    importance: float = 0.5
+    created_at: datetime = field(default_factory=utcnow)
+    updated_at: datetime = field(default_factory=utcnow)
+    session_id: str | None = None
+    source_message_id: str | None = None
+    speaker: str | None = None
+    metadata: Mapping[str, JSONScalar] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One recalled item with the evidence of how it ranked.
+
+    Ranks are 1-based; ``None`` means that retriever did not return the item.
+    """
+
+    item: MemoryItem
+    score: float
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    boosts: Mapping[str, float] = field(default_factory=dict)
+
+
+def message_ids(messages: Sequence[Message]) -> list[str]:
+    return [m.id for m in messages]
