@@ -217,7 +217,8 @@ class Message:
         if self.role not in ROLES:
             raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {self.role!r}", field="role")
         check_id(self.id, "id")
-        if not isinstance(self.created_at, datetime) or self.created_at.tzinfo is None:
+        # Normalize to aware UTC so equality and ordering never depend on the caller's zone.
+        if not isinstance(self.created_at, datetime) or self.created_at.tzinfo is not UTC:
             object.__setattr__(self, "created_at", as_datetime(self.created_at))
         if self.content is None:
             if not (self.role == "assistant" and self.tool_calls):
@@ -462,6 +463,8 @@ class Hit:
     dense_rank: int | None = None
     dense_score: float | None = None
     boosts: Mapping[str, float] = field(default_factory=dict)
+    #: The fusion score before boosts (RRF or weighted); ``score`` is after boosts.
+    fused_score: float | None = None
 
 
 def message_ids(messages: Sequence[Message]) -> list[str]:

@@ -1,0 +1,219 @@
+"""Settings: plain values read from ``HMEM_*`` environment variables and/or a TOML file.
+
+Only the composition root (:mod:`hmem.build`) reads settings; nothing else in hmem
+looks at the environment. This module imports no SDK.
+
+Precedence: explicit keyword arguments > environment > file > defaults.
+
+Example::
+
+    >>> s = Settings.from_env({"HMEM_SESSIONS": "memory", "HMEM_BUFFER_TOKENS": "3000"})
+    >>> s.sessions, s.buffer_tokens
+    ('memory', 3000)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+
+from hmem.errors import ConfigError
+
+__all__ = ["Settings", "mask_url"]
+
+ENV_PREFIX = "HMEM_"
+
+CompactionMode = Literal["foreground", "background", "off"]
+WindowPolicyName = Literal["hybrid", "token", "message"]
+
+
+def mask_url(url: str) -> str:
+    """Hide the password of a URL for logs and errors: ``redis://:****@host:6379/0``."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0] if ":" in creds else ""
+    return f"{scheme}://{user}:****@{host}"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of a hmem deployment, with defaults that need no server.
+
+    Store selectors (``sessions``, ``summaries``, ``profile``) take ``"sqlite"``
+    (embedded default, file in ``data_dir``), ``"memory"`` (lost on exit) or a
+    ``redis://`` URL. ``redis_url`` sets all three at once unless one is given.
+    ``vectors`` takes ``"chroma"`` (embedded ``PersistentClient`` in ``data_dir``),
+    ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
+    """
+
+    data_dir: str = "./hmem-data"
+    sessions: str = "sqlite"
+    summaries: str = "sqlite"
+    profile: str = "sqlite"
+    redis_url: str | None = None
+    redis_prefix: str = "hmem"
+    redis_fallback_to_memory: bool = False
+    redis_timeout_s: float = 5.0
+    session_ttl_s: float | None = None
+    vectors: str = "chroma"
+    embed_provider: Literal["local", "openai"] = "local"
+    embed_model: str | None = None  # a sentence-transformers path; None = the packaged MiniLM
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str | None = None
+    summary_model: str | None = None  # defaults to llm_model
+    llm_timeout_s: float = 60.0
+    model: str = "gpt-4o-mini"  # the chat model whose tokenizer/window the context uses
+    reply_reserve: int = 2000
+    window_policy: WindowPolicyName = "hybrid"
+    buffer_tokens: int = 4000
+    buffer_messages: int = 40
+    summary_threshold: float = 0.7
+    summary_target: float = 0.5
+    summary_min_messages: int = 10
+    summary_cap_tokens: int = 400
+    compaction: CompactionMode = "foreground"
+    extract_profile: bool = True
+    extract_facts: bool = True
+    profile_max_keys: int = 200
+    api_keys: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        for name in ("sessions", "summaries", "profile"):
+            value = getattr(self, name)
+            if value not in ("sqlite", "memory") and not value.startswith(("redis://", "rediss://", "unix://")):
+                raise ConfigError(
+                    f"HMEM_{name.upper()}={value!r}: use 'sqlite', 'memory' or a redis:// URL"
+                )
+        if self.vectors not in ("chroma", "memory") and not self.vectors.startswith(("chroma://", "http://", "https://")):
+            raise ConfigError(f"HMEM_VECTORS={self.vectors!r}: use 'chroma', 'memory' or chroma://host:port")
+        if not 0 < self.summary_threshold <= 1:
+            raise ConfigError("HMEM_SUMMARY_THRESHOLD must be in (0, 1]")
+        if not 0 < self.summary_target <= self.summary_threshold:
+            raise ConfigError("HMEM_SUMMARY_TARGET must be in (0, HMEM_SUMMARY_THRESHOLD]")
+        for name in ("buffer_tokens", "buffer_messages", "summary_cap_tokens", "profile_max_keys"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"HMEM_{name.upper()} must be positive")
+        if self.reply_reserve < 0 or self.summary_min_messages < 0:
+            raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
+        if self.embed_provider == "openai" and not self.embed_model:
+            raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
+        if self.session_ttl_s is not None and self.session_ttl_s <= 0:
+            raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
+
+    # -- derived ---------------------------------------------------------------
+
+    @property
+    def llm_configured(self) -> bool:
+        """True when an LLM endpoint is configured (model set; base URL or key given)."""
+        return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+
+    @property
+    def effective_summary_model(self) -> str | None:
+        return self.summary_model or self.llm_model
+
+    # -- loading -----------------------------------------------------------------
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        file: str | os.PathLike[str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Read an optional TOML file (``file`` or ``HMEM_CONFIG``; keys as below, top
+        level or under ``[hmem]``), then ``HMEM_*`` variables (default: ``os.environ``),
+        then keyword overrides. ``redis_url`` becomes the selector of every store
+        (sessions, summaries, profile) that was not set explicitly."""
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        config_file = file or env.get("HMEM_CONFIG")
+        if config_file:
+            values.update(_read_file(Path(config_file)))
+        hints = get_type_hints(cls)
+        for key, raw in env.items():
+            name = key[len(ENV_PREFIX):].lower()
+            if key.startswith(ENV_PREFIX) and name in hints:
+                values[name] = raw
+        values.update(overrides)
+        unknown = set(values) - set(hints)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {sorted(unknown)}; see hmem.config.Settings for the list")
+        converted = {name: _convert(name, hints[name], value) for name, value in values.items()}
+        if converted.get("redis_url"):
+            for store in ("sessions", "summaries", "profile"):
+                converted.setdefault(store, converted["redis_url"])
+        return cls(**converted)
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"settings file {path} does not exist (HMEM_CONFIG)") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"settings file {path} is not valid TOML: {exc}") from None
+    section = data.get("hmem", data)
+    if not isinstance(section, dict):
+        raise ConfigError(f"settings file {path}: [hmem] must be a table")
+    return dict(section)
+
+
+def _convert(name: str, annotation: Any, value: Any) -> Any:
+    """Turn an env string (or a TOML value) into the field's type, with a clear error."""
+    try:
+        return _coerce(annotation, value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"HMEM_{name.upper()}={value!r} is invalid: {exc}") from None
+
+
+def _coerce(annotation: Any, value: Any) -> Any:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (Union, UnionType):  # X | None
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none")):
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(inner[0], value)
+    if origin is Literal:
+        if value not in args:
+            raise ValueError(f"must be one of {list(args)}")
+        return value
+    if origin is tuple:
+        parts = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(p).strip() for p in parts if str(p).strip())
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        lowered = str(value).strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("not a boolean (use true/false)")
+    if annotation is int:
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError("not an integer")
+        return int(value)
+    if annotation is float:
+        if isinstance(value, bool):
+            raise ValueError("not a number")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError("not a finite number")
+        return number
+    if annotation is str:
+        if not isinstance(value, str):
+            raise ValueError("not a string")
+        return value
+    raise TypeError(f"unsupported setting type {annotation!r}")  # pragma: no cover - a bug in Settings
