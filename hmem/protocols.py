@@ -18,6 +18,8 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from hmem.types import (
+    JSONScalar,
+    MemoryItem,
     Message,
     ProfileEntry,
     ProfileValue,
@@ -31,6 +33,8 @@ from hmem.types import (
 __all__ = [
     "LLM",
     "Embedder",
+    "ItemFilter",
+    "ItemStore",
     "LLMReply",
     "LexicalIndex",
     "ProfileStore",
@@ -92,6 +96,12 @@ class SummaryStore(Protocol):
 
     def put(self, summary: SessionSummary) -> None:
         """Store (overwrite) the session's summary."""
+        ...
+
+    def put_if(self, summary: SessionSummary, expected_covers_until: str | None) -> bool:
+        """Compare-and-set used by compaction: store ``summary`` only if the stored
+        summary's ``covers_until`` equals ``expected_covers_until`` (None = no summary
+        stored yet), atomically. True if written, False if another writer came first."""
         ...
 
     def delete(self, user_id: str, session_id: str) -> bool: ...
@@ -244,3 +254,92 @@ class Tokenizer(Protocol):
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that is at most ``max_tokens`` tokens."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Which of a user's long-term items a query may see (all conditions ANDed).
+
+    ``since``/``until`` bound ``created_at`` (inclusive); ``metadata`` requires each
+    key to equal the given value. ``None`` means "no condition".
+
+    Example::
+
+        >>> ItemFilter(kinds=frozenset({"fact"})).is_empty
+        False
+    """
+
+    kinds: frozenset[str] | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    metadata: Mapping[str, JSONScalar] | None = None
+    ids: frozenset[str] | None = None
+    source_message_ids: frozenset[str] | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return all(
+            v is None
+            for v in (self.kinds, self.session_id, self.since, self.until, self.metadata, self.ids,
+                      self.source_message_ids)
+        )
+
+    def matches(self, item: MemoryItem) -> bool:
+        """True if ``item`` satisfies every condition (the user is checked by the caller)."""
+        if self.kinds is not None and item.kind not in self.kinds:
+            return False
+        if self.session_id is not None and item.session_id != self.session_id:
+            return False
+        if self.since is not None and item.created_at < self.since:
+            return False
+        if self.until is not None and item.created_at > self.until:
+            return False
+        if self.ids is not None and item.id not in self.ids:
+            return False
+        if self.source_message_ids is not None and item.source_message_id not in self.source_message_ids:
+            return False
+        if self.metadata:
+            for key, value in self.metadata.items():
+                if key not in item.metadata or item.metadata[key] != value or type(item.metadata[key]) is not type(value):
+                    return False
+        return True
+
+
+@runtime_checkable
+class ItemStore(Protocol):
+    """The source of truth for long-term :class:`~hmem.types.MemoryItem` records.
+
+    The vector and lexical indexes only hold ids; an id they return that is not here
+    is ignored (see ``docs/longterm.md``, write order). Items are scoped by
+    ``user_id``; an item id is unique within its user.
+    """
+
+    def put(self, items: Sequence[MemoryItem]) -> None:
+        """Insert or replace (by ``(user_id, id)``) every item, atomically."""
+        ...
+
+    def get(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryItem]:
+        """The user's items with these ids (missing ids are absent from the result)."""
+        ...
+
+    def find(self, user_id: str, flt: ItemFilter | None = None, *, limit: int | None = None) -> list[MemoryItem]:
+        """The user's items matching ``flt``, oldest ``created_at`` first."""
+        ...
+
+    def find_ids(self, user_id: str, flt: ItemFilter | None = None) -> set[str]:
+        """Ids of the user's items matching ``flt`` (cheaper than :meth:`find`)."""
+        ...
+
+    def find_duplicate(self, user_id: str, kind: str, text: str) -> MemoryItem | None:
+        """An item of this user and kind whose normalized text equals ``text``'s
+        (:func:`hmem.core.dedup.dedup_key`), or None."""
+        ...
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> int:
+        """Delete these items of the user; the number that existed."""
+        ...
+
+    def delete_user(self, user_id: str) -> int: ...
+
+    def count(self, user_id: str) -> int: ...

@@ -17,11 +17,18 @@ def test_defaults_need_no_server() -> None:
 
 
 def test_env_values_are_converted() -> None:
-    s = Settings.from_env({
-        "HMEM_BUFFER_TOKENS": "3000", "HMEM_SUMMARY_THRESHOLD": "0.8", "HMEM_EXTRACT_FACTS": "off",
-        "HMEM_API_KEYS": "k1, k2,,", "HMEM_SESSION_TTL_S": "", "HMEM_COMPACTION": "background",
-        "PATH": "/usr/bin", "HMEM_NOT_A_SETTING": "ignored like any other env var",
-    })
+    s = Settings.from_env(
+        {
+            "HMEM_BUFFER_TOKENS": "3000",
+            "HMEM_SUMMARY_THRESHOLD": "0.8",
+            "HMEM_EXTRACT_FACTS": "off",
+            "HMEM_API_KEYS": "k1, k2,,",
+            "HMEM_SESSION_TTL_S": "",
+            "HMEM_COMPACTION": "background",
+            "PATH": "/usr/bin",
+            "HMEM_NOT_A_SETTING": "ignored like any other env var",
+        }
+    )
     assert s.buffer_tokens == 3000 and s.summary_threshold == 0.8 and s.extract_facts is False
     assert s.api_keys == ("k1", "k2") and s.session_ttl_s is None and s.compaction == "background"
 

@@ -20,7 +20,8 @@ def test_no_duplicates_and_sorted_groups() -> None:
 
 def test_every_public_class_and_function_is_exported() -> None:
     public = {
-        name for name, value in vars(hmem).items()
+        name
+        for name, value in vars(hmem).items()
         if not name.startswith("_") and (callable(value)) and getattr(value, "__module__", "").startswith("hmem")
     }
     missing = public - set(hmem.__all__)

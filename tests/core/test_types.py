@@ -61,8 +61,11 @@ def test_created_at_accepts_epoch_and_naive_as_utc() -> None:
 
 def test_tool_call_arguments_given_as_object_are_kept_as_json_text() -> None:
     m = Message.from_openai(
-        {"role": "assistant", "content": None,
-         "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": "é"}}}]}
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": {"a": "é"}}}],
+        }
     )
     assert json.loads(m.tool_calls[0].arguments) == {"a": "é"}
 
@@ -81,8 +84,14 @@ BAD = [
     ({"role": "user", "content": "x", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}, "tool_calls"),
     ({"role": "assistant", "content": None, "tool_calls": [{"id": "c"}]}, "tool_calls[0].function"),
     ({"role": "assistant", "content": None, "tool_calls": "nope"}, "tool_calls"),
-    ({"role": "assistant", "content": None,
-      "tool_calls": [{"id": "c", "function": {"name": "f"}}, {"id": "c", "function": {"name": "g"}}]}, "tool_calls"),
+    (
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "function": {"name": "f"}}, {"id": "c", "function": {"name": "g"}}],
+        },
+        "tool_calls",
+    ),
     ({"role": "user", "content": "x", "id": ""}, "id"),
     ({"role": "user", "content": "x", "id": "  padded "}, "id"),
     ({"role": "user", "content": "x", "id": 5}, "id"),

@@ -1,0 +1,77 @@
+"""The Redis key layout shared by hmem's Redis stores (documented in docs/redis.md).
+
+Every key of one user starts ``<prefix>:{<user>}:`` where ``<user>`` is the user
+id percent-encoded for ``%``, ``{``, ``}`` and ``:``. The braces make the user id
+the Cluster hash tag, so all keys of a user hash to one slot and a Lua script
+may touch them together; the encoding guarantees an id containing ``}`` cannot
+end the tag early (or ``:`` make two ids' keys collide).
+
+Example::
+
+    >>> ks = KeySpace("hmem")
+    >>> ks.session_messages("alice", "chat-1")
+    'hmem:{alice}:s:chat-1:msgs'
+    >>> ks.user("we}ird:id")
+    'hmem:{we%7Dird%3Aid}'
+"""
+
+from __future__ import annotations
+
+from hmem.errors import ConfigError
+
+__all__ = ["KeySpace", "encode_part"]
+
+_ESCAPES = {"%": "%25", "{": "%7B", "}": "%7D", ":": "%3A"}
+
+
+def encode_part(value: str) -> str:
+    """Percent-encode the characters that carry meaning in a key (``% { } :``)."""
+    if not any(ch in value for ch in _ESCAPES):
+        return value
+    return "".join(_ESCAPES.get(ch, ch) for ch in value)
+
+
+class KeySpace:
+    """Builds every key name from a prefix (default ``"hmem"``)."""
+
+    def __init__(self, prefix: str) -> None:
+        if not isinstance(prefix, str) or not prefix or any(ch in prefix for ch in "{}") or prefix != prefix.strip():
+            raise ConfigError(
+                f"Redis key prefix must be a non-empty string without braces or surrounding spaces, got {prefix!r}"
+            )
+        self.prefix = prefix
+
+    def user(self, user_id: str) -> str:
+        """``<prefix>:{<user>}``: the start of every key of this user."""
+        return f"{self.prefix}:{{{encode_part(user_id)}}}"
+
+    # sessions
+    def session_messages(self, user_id: str, session_id: str) -> str:
+        """LIST of the session's messages as JSON, oldest first."""
+        return f"{self.user(user_id)}:s:{encode_part(session_id)}:msgs"
+
+    def session_meta(self, user_id: str, session_id: str) -> str:
+        """HASH ``v`` (version), ``t`` (updated, epoch s), ``tok`` (last write), ``m:<id>`` per message."""
+        return f"{self.user(user_id)}:s:{encode_part(session_id)}:meta"
+
+    def session_index(self, user_id: str) -> str:
+        """ZSET session_id scored by last update (epoch seconds)."""
+        return f"{self.user(user_id)}:sessions"
+
+    # summaries
+    def summary(self, user_id: str, session_id: str) -> str:
+        """STRING: the session's summary as JSON."""
+        return f"{self.user(user_id)}:sum:{encode_part(session_id)}"
+
+    # profile
+    def profile_current(self, user_id: str) -> str:
+        """HASH key -> JSON of the current entry."""
+        return f"{self.user(user_id)}:p:cur"
+
+    def profile_history(self, user_id: str, key: str) -> str:
+        """LIST of JSON entries of one profile key, oldest first."""
+        return f"{self.user(user_id)}:p:h:{encode_part(key)}"
+
+    def profile_keys(self, user_id: str) -> str:
+        """SET of every profile key that has history (for delete_user)."""
+        return f"{self.user(user_id)}:p:keys"

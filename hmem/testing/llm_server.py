@@ -1,0 +1,292 @@
+"""A real OpenAI-compatible HTTP server on loopback whose replies a test scripts.
+
+Tests of anything that calls an LLM (summarizer, extractors) talk to it through the
+real ``openai`` client, so retries, timeouts and broken answers are exercised on
+the wire, not by mocking the client object.
+
+Each ``POST /v1/chat/completions`` consumes the next scripted reply, in order:
+
+=====================  ==================================================
+``reply(text, …)``     200 with ``text`` and the given token usage
+``error(500)``         an HTTP error status with an OpenAI-style error body
+``stall(seconds)``     waits (so the client times out), then answers
+``empty()``            200 with an empty assistant message
+``malformed()``        200 whose body is not valid JSON
+=====================  ==================================================
+
+When the script runs out, ``respond_with(fn)`` decides (``fn(request) -> ScriptedReply``);
+without it the server answers 500 "no scripted reply left", so a test that makes
+more calls than it scripted fails loudly. Every request is recorded.
+
+Example::
+
+    >>> from hmem.providers.llm import OpenAICompatibleLLM
+    >>> from hmem.types import Message
+    >>> with ScriptedLLMServer() as server:
+    ...     _ = server.error(500).reply("Paris", prompt_tokens=12, completion_tokens=1)
+    ...     llm = OpenAICompatibleLLM(base_url=server.base_url, api_key="test",
+    ...                               model="test-model", backoff_s=0.0)
+    ...     answer = llm.complete([Message(role="user", content="Capital of France?")])
+    ...     (answer.text, answer.usage.total_tokens, len(server.requests))
+    ('Paris', 13, 2)
+    >>> server.requests[-1].body["messages"][0]["content"]
+    'Capital of France?'
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Literal
+
+__all__ = ["RecordedRequest", "ScriptedLLMServer", "ScriptedReply"]
+
+ReplyKind = Literal["text", "error", "empty", "malformed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedReply:
+    """One scripted answer. Build them with the server's helper methods."""
+
+    kind: ReplyKind = "text"
+    text: str = ""
+    status: int = 200
+    delay_s: float = 0.0
+    prompt_tokens: int = 10
+    completion_tokens: int | None = None  # None: one per whitespace-separated word
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One HTTP request the server received: ``headers`` with lower-case names,
+    ``body`` the parsed JSON (None if absent or not JSON)."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    body: Any
+    received_at: float = field(default_factory=time.monotonic)
+
+
+Responder = Callable[[RecordedRequest], ScriptedReply]
+
+
+class ScriptedLLMServer:
+    """An OpenAI-compatible chat-completions server on ``127.0.0.1`` and a free port.
+
+    Use it as a context manager (or call :meth:`start` / :meth:`close`).
+    ``base_url`` (``http://127.0.0.1:<port>/v1``) goes to the ``openai`` client.
+    Script methods return the server, so they chain.
+    """
+
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._host = host
+        self._port = port
+        self._script: deque[ScriptedReply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._responder: Responder | None = None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> ScriptedLLMServer:
+        if self._httpd is not None:
+            return self
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
+        self._httpd.daemon_threads = True  # a stalled reply must not keep the process alive
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closing.set()  # wakes stalled handlers so shutdown is quick
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("ScriptedLLMServer is not started: use it in a `with` block or call start()")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to pass as the ``openai`` client's ``base_url``."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def push(self, *replies: ScriptedReply) -> ScriptedLLMServer:
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    def reply(
+        self,
+        text: str,
+        *,
+        prompt_tokens: int = 10,
+        completion_tokens: int | None = None,
+        delay_s: float = 0.0,
+    ) -> ScriptedLLMServer:
+        """A normal answer with ``text`` and the given usage."""
+        return self.push(
+            ScriptedReply("text", text, 200, delay_s, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        )
+
+    def error(self, status: int = 500, message: str = "scripted failure") -> ScriptedLLMServer:
+        """An HTTP error (500, 429, 401 …) with an OpenAI-style error body."""
+        return self.push(ScriptedReply("error", message, status))
+
+    def stall(self, seconds: float = 30.0, text: str = "too late") -> ScriptedLLMServer:
+        """Wait ``seconds`` before answering, so a client with a shorter timeout gives up."""
+        return self.push(ScriptedReply("text", text, 200, seconds))
+
+    def empty(self) -> ScriptedLLMServer:
+        """A 200 answer whose assistant message is empty."""
+        return self.push(ScriptedReply("empty"))
+
+    def malformed(self) -> ScriptedLLMServer:
+        """A 200 answer whose body is truncated, invalid JSON."""
+        return self.push(ScriptedReply("malformed"))
+
+    def respond_with(self, responder: Responder | None) -> ScriptedLLMServer:
+        """Decide replies with ``responder(request)`` once the script is used up."""
+        self._responder = responder
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not yet consumed."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def completion_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    # -- serving (called from handler threads) --------------------------------------------
+
+    def _next_reply(self, request: RecordedRequest) -> ScriptedReply:
+        with self._lock:
+            self._requests.append(request)
+            if self._script:
+                return self._script.popleft()
+        if self._responder is not None:
+            return self._responder(request)
+        return ScriptedReply("error", "ScriptedLLMServer: no scripted reply left", 500)
+
+    def _record(self, request: RecordedRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def _wait(self, seconds: float) -> None:
+        self._closing.wait(seconds)
+
+
+def _completion_body(reply: ScriptedReply, model: str, n: int) -> dict[str, Any]:
+    text = "" if reply.kind == "empty" else reply.text
+    completion = reply.completion_tokens if reply.completion_tokens is not None else len(text.split())
+    return {
+        "id": f"chatcmpl-scripted-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": completion,
+            "total_tokens": reply.prompt_tokens + completion,
+        },
+    }
+
+
+def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
+    return {key.lower(): value for key, value in handler.headers.items()}
+
+
+def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "ScriptedLLM/1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout): nothing to deliver
+
+        def _send_json(self, status: int, obj: object) -> None:
+            self._send(status, json.dumps(obj).encode())
+
+        def do_GET(self) -> None:
+            server._record(RecordedRequest("GET", self.path, _headers(self), None))
+            if self.path.rstrip("/").endswith("/models"):
+                self._send_json(200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            else:
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body: Any = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            request = RecordedRequest("POST", self.path, _headers(self), body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                server._record(request)
+                self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                server._record(request)
+                self._send_json(400, {"error": {"message": "body must be JSON with messages", "type": "invalid"}})
+                return
+            reply = server._next_reply(request)
+            if reply.delay_s:
+                server._wait(reply.delay_s)
+            if reply.kind == "error":
+                error = {"error": {"message": reply.text, "type": "server_error", "code": reply.status}}
+                self._send_json(reply.status, error)
+            elif reply.kind == "malformed":
+                self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"message": {"content": "cut')
+            else:
+                n = len(server.requests)
+                self._send_json(200, _completion_body(reply, str(body.get("model", "scripted")), n))
+
+    return Handler

@@ -1,0 +1,369 @@
+"""Profile extraction: the offline rules on a labelled table, the two "moved" stories,
+applying updates to a store, and the LLM extractor over a real local HTTP server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from hmem.backends.memory.profile import MemoryProfileStore
+from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.backends.sqlite.profile import SqliteProfileStore
+from hmem.core.profile import history_problems, render_profile
+from hmem.errors import InvalidInput, LLMError
+from hmem.extract.profile import (
+    LLMProfileExtractor,
+    OfflineProfileExtractor,
+    ProfileExtractor,
+    ProfileUpdate,
+    apply_updates,
+    parse_llm_updates,
+)
+from hmem.protocols import ProfileStore
+from hmem.types import Provenance
+
+Expected = tuple[str, Any, str]  # (key, value, operation)
+
+
+def S(key: str, value: Any) -> Expected:
+    return (key, value, "set")
+
+
+def D(key: str) -> Expected:
+    return (key, None, "delete")
+
+
+# Every sentence with the profile updates it must produce; [] = must change nothing.
+TABLE: list[tuple[str, list[Expected]]] = [
+    # -- English statements
+    ("I live in Berlin.", [S("location", "Berlin")]),
+    ("Actually, I moved to Paris last month.", [S("location", "Paris")]),
+    ("My name is Alice Chen.", [S("name", "Alice Chen")]),
+    ("Call me Bob.", [S("name", "Bob")]),
+    ("Hi, I'm Tom.", [S("name", "Tom")]),
+    ("I work as a nurse.", [S("occupation", "nurse")]),
+    ("I'm a data scientist by profession.", [S("occupation", "data scientist")]),
+    ("I work at Siemens.", [S("employer", "Siemens")]),
+    ("I love hiking.", [S("likes", ("hiking",))]),
+    ("I prefer tea over coffee.", [S("preferences", ("tea over coffee",))]),
+    ("I don't like olives.", [S("dislikes", ("olives",))]),
+    ("I speak German and French.", [S("languages", ("German", "French"))]),
+    ("I have a dog named Rex.", [S("pets", ("dog named Rex",))]),
+    ("My birthday is March 3rd.", [S("birthday", "March 3rd")]),
+    ("I'm 34 years old.", [S("age", 34)]),
+    ("My favorite color is green.", [S("favorite_color", "green")]),
+    ("I'm from Spain.", [S("hometown", "Spain")]),
+    ("Forget my address.", [D("location")]),
+    ("I live in New York City and I work at Acme Corp.", [S("location", "New York City"), S("employer", "Acme Corp")]),
+    # -- Chinese statements
+    ("我叫李雷。", [S("name", "李雷")]),
+    ("我的名字是王芳", [S("name", "王芳")]),
+    ("我住在北京。", [S("location", "北京")]),
+    ("我上个月搬到上海了。", [S("location", "上海")]),
+    ("我是一名软件工程师。", [S("occupation", "软件工程师")]),
+    ("我在腾讯工作。", [S("employer", "腾讯")]),
+    ("我喜欢喝茶。", [S("likes", ("喝茶",))]),
+    ("我不喜欢香菜。", [S("dislikes", ("香菜",))]),
+    ("我会说中文和英语。", [S("languages", ("中文", "英语"))]),
+    ("我养了一只猫。", [S("pets", ("猫",))]),
+    ("我的生日是5月20日。", [S("birthday", "5月20日")]),
+    ("我今年二十八岁。", [S("age", 28)]),
+    ("我的母语是粤语", [S("native_language", "粤语")]),
+    ("忘记我的生日。", [D("birthday")]),
+    ("I enjoy reading, cooking and running.", [S("likes", ("reading", "cooking", "running"))]),
+    ("我最近爱上了跑步。", [S("likes", ("跑步",))]),
+    (
+        "我叫李雷，我住在北京，我喜欢喝茶、看书",
+        [S("name", "李雷"), S("location", "北京"), S("likes", ("喝茶", "看书"))],
+    ),
+    # -- questions
+    ("Do you like tea?", []),
+    ("Where do you live?", []),
+    ("What's my name?", []),
+    ("Are you from Berlin?", []),
+    ("Can you call me a taxi?", []),
+    ("你喜欢喝茶吗？", []),
+    ("你住在哪里？", []),
+    ("我住在北京吗？", []),
+    # -- hypotheticals, wishes, plans, past habits
+    ("If I moved to Paris, I would learn French.", []),
+    ("I'd love to visit Tokyo someday.", []),
+    ("Maybe I'll move to Lisbon next year.", []),
+    ("I would like a coffee, please.", []),
+    ("I used to work at Google.", []),
+    ("如果我搬到上海，我会想念北京。", []),
+    ("要是我会说法语就好了。", []),
+    ("我想搬到杭州。", []),
+    ("我以前在谷歌工作。", []),
+    # -- third persons
+    ("My sister lives in Rome.", []),
+    ("He said he loves jazz.", []),
+    ("My boss's name is Mark.", []),
+    ("我妹妹住在罗马。", []),
+    ("他叫张伟。", []),
+    ("我朋友是一名律师。", []),
+    ("我们公司在深圳。", []),
+    # -- negations and other non-facts
+    ("I don't live in Berlin anymore.", []),
+    ("I don't have a dog.", []),
+    ("I'm not a doctor.", []),
+    ("Don't forget my birthday!", []),
+    ("Call me when you land.", []),
+    ("I love it!", []),
+    ("Hello, I am Chinese.", []),
+    ("我不住在北京。", []),
+    ("我不是医生。", []),
+    ("别忘了我的生日。", []),
+    ("我没有养狗。", []),
+    ("我爱你。", []),
+    ("我爱人是医生。", []),
+    ("我叫外卖了。", []),
+    ("我喜欢上了一个女孩。", []),
+    ("I like to think so.", []),
+    ("I live in fear of spiders.", []),
+]
+
+
+def _found(updates: list[ProfileUpdate]) -> list[Expected]:
+    return [(u.key, u.value, u.operation) for u in updates]
+
+
+def test_the_table_is_big_enough_and_half_negative() -> None:
+    negatives = sum(1 for _, expected in TABLE if not expected)
+    chinese = sum(1 for text, _ in TABLE if any("\u4e00" <= ch <= "\u9fff" for ch in text))
+    assert len(TABLE) >= 40 and negatives * 2 >= len(TABLE) and chinese >= 20
+
+
+def test_offline_precision_and_recall_on_the_table() -> None:
+    extractor = OfflineProfileExtractor()
+    tp = fp = fn = 0
+    negatives_fired: list[str] = []
+    misses: list[str] = []
+    for text, expected in TABLE:
+        found = _found(extractor.extract(text))
+        tp += sum(1 for f in found if f in expected)
+        fp += sum(1 for f in found if f not in expected)
+        fn += sum(1 for e in expected if e not in found)
+        if not expected and found:
+            negatives_fired.append(f"{text!r} -> {found}")
+        elif found != expected:
+            misses.append(f"{text!r}: expected {expected}, got {found}")
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    negatives = sum(1 for _, e in TABLE if not e)
+    print(
+        f"\nOfflineProfileExtractor on {len(TABLE)} sentences ({negatives} must not change the profile): "
+        f"precision {precision:.3f}, recall {recall:.3f} (tp={tp} fp={fp} fn={fn}); "
+        f"negatives that fired: {len(negatives_fired)}"
+    )
+    for line in misses:
+        print("  miss:", line)
+    assert negatives_fired == [], "a question/hypothetical/third person/negation changed the profile"
+    assert precision == 1.0, misses
+    assert recall >= 0.9, misses
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest) -> Iterator[ProfileStore]:
+    if request.param == "memory":
+        yield MemoryProfileStore()
+    else:
+        db = SqliteDatabase(":memory:")
+        yield SqliteProfileStore(db)
+        db.close()
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "old", "new"),
+    [
+        ("I live in Berlin.", "I moved to Paris last month.", "Berlin", "Paris"),
+        ("我住在北京。", "我搬到上海了。", "北京", "上海"),
+    ],
+    ids=["english", "chinese"],
+)
+def test_moving_replaces_location_and_history_keeps_the_old_city(
+    store: ProfileStore, first: str, later: str, old: str, new: str
+) -> None:
+    extractor = OfflineProfileExtractor()
+    apply_updates(store, "u1", extractor.extract(first), Provenance("message", "session-1", "m1"))
+    applied = apply_updates(store, "u1", extractor.extract(later), Provenance("message", "session-2", "m9"))
+    assert applied.changed == ("location",)
+    current = store.get("u1", "location")
+    assert current is not None and current.value == new
+    assert current.provenance == Provenance("message", "session-2", "m9")
+    history = store.history("u1", "location")
+    assert [e.value for e in history] == [old, new]
+    assert history[0].valid_to == current.valid_from and history[0].provenance.session_id == "session-1"
+    assert history_problems(history) == []
+    assert render_profile(store.all("u1")) == f"location: {new}"
+
+
+def test_forget_deletes_and_history_keeps_the_deletion(store: ProfileStore) -> None:
+    extractor = OfflineProfileExtractor()
+    apply_updates(
+        store, "u1", extractor.extract("My birthday is May 4th. 我住在北京"), Provenance("message", "s", "m1")
+    )
+    applied = apply_updates(store, "u1", extractor.extract("Forget my birthday."), Provenance("message", "s", "m2"))
+    assert applied.deleted == ("birthday",)
+    assert store.get("u1", "birthday") is None
+    assert [e.value for e in store.history("u1", "birthday")] == ["May 4th", None]
+    applied = apply_updates(store, "u1", extractor.extract("忘记我的地址"), Provenance("message", "s", "m3"))
+    assert applied.deleted == ("location",) and store.all("u1") == []
+
+
+def test_list_values_merge_and_likes_displace_dislikes(store: ProfileStore) -> None:
+    extractor = OfflineProfileExtractor()
+    prov = Provenance("message", "s1", "m1")
+    apply_updates(store, "u1", extractor.extract("I love tea. I don't like coffee or olives."), prov)
+    apply_updates(store, "u1", extractor.extract("I love chess and TEA."), prov)
+    likes = store.get("u1", "likes")
+    assert likes is not None and likes.value == ("tea", "chess")  # merged, case-insensitive dedupe
+    applied = apply_updates(store, "u1", extractor.extract("I enjoy coffee."), prov)
+    assert set(applied.changed) == {"likes", "dislikes"}
+    dislikes = store.get("u1", "dislikes")
+    assert dislikes is not None and dislikes.value == ("olives",)
+    again = apply_updates(store, "u1", extractor.extract("I love tea."), prov)
+    assert again.confirmed == ("likes",) and not again.any_change
+
+
+def test_apply_rejects_bad_input_and_changes_nothing(store: ProfileStore) -> None:
+    good = ProfileUpdate("location", "Berlin")
+    for bad_updates in (["not an update"], "location=Berlin", [good, {"key": "x", "value": 1}]):
+        with pytest.raises(InvalidInput):
+            apply_updates(store, "u1", bad_updates, None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        apply_updates(store, " u1", [good])
+    with pytest.raises(InvalidInput):
+        apply_updates(store, "u1", [good], "api")  # type: ignore[arg-type]
+    assert store.all("u1") == [] and store.history("u1", "location") == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"key": "", "value": "x"},
+        {"key": "k", "value": None},
+        {"key": "k", "value": {"a": 1}},
+        {"key": "k", "value": "x", "operation": "upsert"},
+        {"key": "k", "value": "x", "operation": "delete"},
+        {"key": "k", "value": "x", "confidence": 2},
+    ],
+)
+def test_profile_update_validates_on_construction(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput):
+        ProfileUpdate(**kwargs)
+
+
+def test_offline_extractor_specifics() -> None:
+    extractor = OfflineProfileExtractor()
+    assert isinstance(extractor, ProfileExtractor)
+    assert extractor.extract("") == []
+    assert _found(extractor.extract("我在北京工作。")) == []  # a city says where, not for whom
+    assert _found(extractor.extract("I live in Berlin, what about you?")) == []  # the sentence is a question
+    assert _found(extractor.extract("I'm 500 years old.")) == []  # out of range for an age
+    assert _found(extractor.extract("Please forget my phone number")) == [D("phone_number")]
+    with pytest.raises(InvalidInput):
+        extractor.extract(None)  # type: ignore[arg-type]
+
+
+# -- the LLM extractor, over a real OpenAI-compatible HTTP server on loopback ------------------
+
+llm_server = pytest.importorskip("hmem.testing.llm_server")
+llm_provider = pytest.importorskip("hmem.providers.llm")
+
+
+@dataclass
+class Served:
+    server: Any
+    llm: Any
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    pytest.importorskip("openai")
+    with llm_server.ScriptedLLMServer() as server:
+        llm = llm_provider.OpenAICompatibleLLM(
+            base_url=server.base_url, api_key="test", model="test-model", max_attempts=1, backoff_s=0.0
+        )
+        yield Served(server, llm)
+
+
+def _reply(*updates: dict[str, Any]) -> str:
+    return json.dumps({"updates": list(updates)}, ensure_ascii=False)
+
+
+def test_llm_extractor_returns_validated_updates_and_records_usage(served: Served) -> None:
+    served.server.reply(
+        _reply({"key": "Home Town", "value": "杭州", "confidence": 0.9}, {"key": "pets", "value": ["cat", "dog"]}),
+        prompt_tokens=120,
+        completion_tokens=30,
+    )
+    extractor = LLMProfileExtractor(served.llm)
+    current = [MemoryProfileStore().set("u1", "pets", ["cat"])]  # type: ignore[arg-type]  # lists are accepted
+    updates = extractor.extract("我老家是杭州，我还养了一只狗。", current=current)
+    assert _found(updates) == [S("home_town", "杭州"), S("pets", ("cat", "dog"))]
+    assert updates[1].confidence == 0.8  # the default when the model gives none
+    assert extractor.usage_total.total_tokens == 150 and extractor.invalid_replies == 0
+    body = served.server.completion_requests[0].body
+    assert body["response_format"] == {"type": "json_object"}
+    sent = json.loads(body["messages"][-1]["content"])
+    assert sent == {"current_profile": {"pets": ["cat"]}, "user_message": "我老家是杭州，我还养了一只狗。"}
+
+
+def test_llm_extractor_retries_once_with_the_validation_error(served: Served, store: ProfileStore) -> None:
+    served.server.reply(
+        '{"updates": [{"key": "location", "value": {"city": "Paris"}}]}', prompt_tokens=50, completion_tokens=10
+    )
+    served.server.reply(
+        _reply({"key": "location", "value": "Paris"}, {"key": "birthday", "operation": "delete"}),
+        prompt_tokens=80,
+        completion_tokens=12,
+    )
+    extractor = LLMProfileExtractor(served.llm)
+    updates = extractor.extract("I moved to Paris. Forget my birthday.")
+    assert _found(updates) == [S("location", "Paris"), D("birthday")]
+    assert extractor.invalid_replies == 1 and extractor.usage_total.total_tokens == 152
+    retry = served.server.completion_requests[1].body["messages"]
+    assert "updates[0]" in retry[-1]["content"] and retry[-2]["role"] == "assistant"
+    store.set("u1", "birthday", "May 4th")
+    applied = apply_updates(store, "u1", updates, Provenance("extractor", "s1", "m1"))
+    assert applied.changed == ("location",) and applied.deleted == ("birthday",)
+
+
+def test_llm_extractor_gives_up_after_two_invalid_replies(served: Served, store: ProfileStore) -> None:
+    # valid JSON, wrong schema (a non-JSON answer is already refused by the provider's json_mode check)
+    served.server.reply('{"location": "Paris"}').reply('{"updates": [{"value": "Paris"}]}')
+    extractor = LLMProfileExtractor(served.llm)
+    with pytest.raises(LLMError, match="no valid profile JSON in 2 attempt"):
+        extractor.extract("I moved to Paris.")
+    assert extractor.invalid_replies == 2 and len(served.server.completion_requests) == 2
+    assert served.server.pending == 0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "not json",
+        '{"facts": []}',
+        '{"updates": {"key": "a"}}',
+        '{"updates": ["location"]}',
+        '{"updates": [{"key": "a", "operation": "merge", "value": 1}]}',
+        '{"updates": [{"key": "a"}]}',
+        '{"updates": [{"key": "", "value": "x"}]}',
+        '{"updates": [{"key": "a", "value": NaN}]}',
+        '{"updates": [{"key": "a", "value": [1, 2]}]}',
+        '{"updates": [{"key": "a", "value": "x", "confidence": 7}]}',
+    ],
+)
+def test_llm_reply_schema_violations_are_invalid(reply: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_llm_updates(reply)
+
+
+def test_llm_reply_in_a_code_fence_and_empty_updates_are_fine() -> None:
+    assert _found(parse_llm_updates('```json\n{"updates": [{"key": "age", "value": 30}]}\n```')) == [S("age", 30)]
+    assert parse_llm_updates('{"updates": []}') == []
