@@ -9,6 +9,11 @@ Example::
 
 from __future__ import annotations
 
+from hmem.aio import AsyncMemory
+from hmem.config import Settings
+from hmem.core.assemble import UNCAPPED, TierCaps, assemble, budget_for
+from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem.core.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.errors import (
     BackendUnavailable,
     BudgetError,
@@ -22,7 +27,12 @@ from hmem.errors import (
     NotFound,
     ProviderError,
 )
+from hmem.memory import AddResult, Memory, MemoryOptions
+from hmem.models import ModelInfo, context_window, resolve_model
+from hmem.tokens import count_tokens, get_tokenizer
 from hmem.types import (
+    AssembledContext,
+    AssemblyReport,
     Hit,
     MemoryItem,
     Message,
@@ -38,18 +48,28 @@ from hmem.types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_TEMPLATE",
+    "UNCAPPED",
+    "AddResult",
+    "AssembledContext",
+    "AssemblyReport",
+    "AsyncMemory",
     "BackendUnavailable",
     "BudgetError",
     "CapacityError",
     "ConfigError",
     "ConflictError",
+    "ContextTemplate",
     "DuplicateId",
     "Hit",
     "HmemError",
     "InvalidInput",
     "LLMError",
+    "Memory",
     "MemoryItem",
+    "MemoryOptions",
     "Message",
+    "ModelInfo",
     "NotFound",
     "ProfileEntry",
     "Provenance",
@@ -57,7 +77,19 @@ __all__ = [
     "SessionInfo",
     "SessionState",
     "SessionSummary",
+    "Settings",
+    "TierCaps",
     "ToolCall",
     "Usage",
+    "WindowResult",
     "__version__",
+    "assemble",
+    "budget_for",
+    "context_window",
+    "count_tokens",
+    "get_tokenizer",
+    "hybrid_window",
+    "message_window",
+    "resolve_model",
+    "token_window",
 ]

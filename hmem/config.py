@@ -83,6 +83,7 @@ class Settings:
     summary_min_messages: int = 10
     summary_cap_tokens: int = 400
     compaction: CompactionMode = "foreground"
+    archive_turns: Literal["on_add", "on_evict"] = "on_add"
     extract_profile: bool = True
     extract_facts: bool = True
     profile_max_keys: int = 200
@@ -115,8 +116,8 @@ class Settings:
 
     @property
     def llm_configured(self) -> bool:
-        """True when an LLM endpoint is configured (model set; base URL or key given)."""
-        return bool(self.llm_model and (self.llm_base_url or self.llm_api_key))
+        """True when an LLM model is set (base URL and key may come from defaults)."""
+        return bool(self.llm_model)
 
     @property
     def effective_summary_model(self) -> str | None:

@@ -1,0 +1,196 @@
+"""End-to-end benchmark of the Memory facade on the embedded default stack.
+
+Run:  .venv/bin/python bench/bench_memory.py                       (1k / 10k / 100k items)
+      .venv/bin/python bench/bench_memory.py --sizes 1000,10000    (quicker)
+
+Stack: ``Memory.open(tmp)`` — SQLite sessions/summaries/profile/items/BM25, Chroma
+PersistentClient, all-MiniLM-L6-v2 on CPU behind the SQLite embedding cache.
+
+1. Ingest through the real write path, real model:
+   - turns/s through ``Memory.add`` (the sample conversations of ``data/``, one add per
+     session: archive + offline fact/profile extraction + compaction);
+   - items/s through ``Memory.longterm.remember_many`` (batches of 100 synthetic facts,
+     with write-time dedup).
+2. Latency at N items for one user (N = --sizes): ``recall(k=10)`` and
+   ``context(budget=4000)`` p50/p95 over --queries new questions each (every query
+   text is new, so its embedding is computed and counted).
+   Filler items are synthetic archived turns written through
+   ``LongTermStore.archive_turns`` in batches of 2,000; their vectors are seeded
+   pseudo-random unit vectors (embedding 100k texts would take ~4 min unloaded and far
+   longer on a shared 2-core box; index cost does not depend on where vectors came
+   from). Queries use the real model.
+3. Peak RSS after each phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+from hmem.eval.datasets import load_sample
+from hmem.eval.runner import conversation_batches
+from hmem.memory import Memory
+from hmem.providers.embed import SentenceTransformerEmbedder
+from hmem.types import Message
+
+PEOPLE = ["my sister", "my boss", "our neighbour", "my friend Tom", "my daughter", "my partner", "grandma", "Priya"]
+VERBS = ["visited", "booked a table at", "complained about", "loves", "wants to see", "moved near", "painted",
+         "photographed", "cycled to", "wrote about", "dreams of", "works at"]
+PLACES = ["a small bakery", "the harbour", "an old cinema", "the botanical garden", "a jazz bar", "the library",
+          "a ramen shop", "the climbing gym", "a vineyard", "the night market", "a bookshop", "the museum"]
+CITIES = ["Lisbon", "Kyoto", "Berlin", "Oslo", "Porto", "Seoul", "Austin", "Lyon", "Hanoi", "Quito"]
+WHEN = ["last week", "in March", "on Sunday", "yesterday", "two years ago", "every Friday", "this summer"]
+
+
+class BenchEmbedder:
+    """The real model; while ``fake`` is on, batches of more than 8 texts get seeded
+    pseudo-random unit vectors instead (filler only; queries are always real)."""
+
+    def __init__(self) -> None:
+        self.real = SentenceTransformerEmbedder()
+        self.fake = False
+
+    @property
+    def model_name(self) -> str:
+        return self.real.model_name
+
+    @property
+    def dimension(self) -> int:
+        return 384
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not self.fake or len(texts) <= 8:
+            return self.real.embed(texts)
+        out = []
+        for t in texts:
+            seed = int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+            v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+            out.append((v / np.linalg.norm(v)).tolist())
+        return out
+
+
+def sentence(rng: random.Random) -> str:
+    return (f"{rng.choice(PEOPLE).capitalize()} {rng.choice(VERBS)} {rng.choice(PLACES)} in "
+            f"{rng.choice(CITIES)} {rng.choice(WHEN)}, #{rng.randrange(10**6)}.")
+
+
+def question(rng: random.Random) -> str:
+    return f"Who {rng.choice(VERBS)} {rng.choice(PLACES)} in {rng.choice(CITIES)}? ({rng.randrange(10**9)})"
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q))
+
+
+def row(cells: Sequence[object]) -> None:
+    print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
+
+
+def ingest_phase(mem: Memory) -> None:
+    ds = load_sample()
+    turns = 0
+    start = time.perf_counter()
+    for conv in ds.conversations:
+        for session_id, messages in conversation_batches(conv):
+            mem.add(f"ingest-{conv.id}", session_id, messages)
+            turns += len(messages)
+    add_s = time.perf_counter() - start
+    rng = random.Random(7)
+    facts = [sentence(rng) for _ in range(1000)]
+    start = time.perf_counter()
+    for i in range(0, len(facts), 100):
+        mem.longterm.remember_many("ingest-facts", facts[i : i + 100])
+    facts_s = time.perf_counter() - start
+    print("\n### Ingest (real model)\n")
+    row(["path", "records", "seconds", "per second"])
+    row(["---"] * 4)
+    row(["Memory.add (sample conversations, one add per session)", f"{turns} turns", f"{add_s:.1f}",
+         f"{turns / add_s:.1f} turns/s"])
+    row(["longterm.remember_many (batches of 100 facts, dedup on)", f"{len(facts)} items", f"{facts_s:.1f}",
+         f"{len(facts) / facts_s:.1f} items/s"])
+    print(f"\npeak RSS after ingest: {rss_mb():.0f} MB")
+
+
+def fill(mem: Memory, user: str, upto: int, rng: random.Random, have: int) -> tuple[int, float]:
+    start = time.perf_counter()
+    base = datetime(2024, 1, 1, tzinfo=UTC)
+    n = have
+    while n < upto:
+        batch = min(2000, upto - n)
+        msgs = [Message(role="user" if (n + i) % 2 == 0 else "assistant", content=sentence(rng),
+                        id=f"f{n + i}", created_at=base + timedelta(minutes=n + i)) for i in range(batch)]
+        mem.longterm.archive_turns(user, f"s{n // 200}", msgs)
+        n += batch
+    return n, time.perf_counter() - start
+
+
+def latency_phase(mem: Memory, emb: BenchEmbedder, sizes: list[int], queries: int) -> None:
+    user, rng, have = "scale-user", random.Random(11), 0
+    # A live session so context() assembles history + summary + profile + recalled items.
+    mem.add(user, "live", [Message(role="user" if i % 2 == 0 else "assistant", content=sentence(rng), id=f"live{i}")
+                           for i in range(20)])
+    print("\n### Latency by items per user (queries use the real model)\n")
+    row(["items", "fill s", "recall p50 ms", "recall p95 ms", "context p50 ms", "context p95 ms", "peak RSS MB"])
+    row(["---"] * 7)
+    for size in sizes:
+        emb.fake = True
+        have, fill_s = fill(mem, user, size, rng, have)
+        emb.fake = False
+        recall_ms: list[float] = []
+        context_ms: list[float] = []
+        for _ in range(queries):
+            q = question(rng)
+            t0 = time.perf_counter()
+            mem.recall(user, q, 10)
+            recall_ms.append((time.perf_counter() - t0) * 1000)
+            q = question(rng)
+            t0 = time.perf_counter()
+            mem.context(user, "live", query=q, budget=4000)
+            context_ms.append((time.perf_counter() - t0) * 1000)
+        row([f"{mem.longterm.count(user):,}", f"{fill_s:.0f}", f"{statistics.median(recall_ms):.1f}",
+             f"{pct(recall_ms, 95):.1f}", f"{statistics.median(context_ms):.1f}", f"{pct(context_ms, 95):.1f}",
+             f"{rss_mb():.0f}"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000,100000", help="items per user to measure at")
+    parser.add_argument("--queries", type=int, default=50, help="queries per size (recall and context each)")
+    parser.add_argument("--skip-ingest", action="store_true")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    emb = BenchEmbedder()
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory(prefix="hmem-bench-") as tmp:
+        mem = Memory.open(Path(tmp), embedder=emb)
+        try:
+            emb.real.embed(["warm up the model"])
+            if not args.skip_ingest:
+                ingest_phase(mem)
+            latency_phase(mem, emb, sizes, args.queries)
+        finally:
+            mem.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""Composition root: :class:`~hmem.config.Settings` → backends → :class:`~hmem.memory.Memory`.
+
+The only module that reads settings and picks implementations. SDKs (redis,
+chromadb, sentence-transformers, openai) are imported here lazily, only for the
+backends the settings select.
+
+Example::
+
+    from hmem.build import build_memory
+    from hmem.config import Settings
+    mem = build_memory(Settings.from_env({"HMEM_DATA_DIR": "/tmp/hmem", "HMEM_VECTORS": "memory"}))
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from hmem.compaction import Compactor
+from hmem.config import Settings
+from hmem.core.window import hybrid_window, message_window, token_window
+from hmem.errors import ConfigError
+from hmem.extract.facts import LLMFactExtractor, OfflineFactExtractor
+from hmem.extract.profile import LLMProfileExtractor, OfflineProfileExtractor
+from hmem.longterm import LongTermStore
+from hmem.memory import Memory, MemoryOptions
+from hmem.protocols import LLM, Embedder, ProfileStore, SessionStore, SummaryStore, Tokenizer, VectorIndex
+from hmem.summarizer import Summarizer
+from hmem.tokens import get_tokenizer
+from hmem.types import Message
+
+__all__ = ["build_embedder", "build_llm", "build_memory", "build_vectors"]
+
+log = logging.getLogger("hmem.build")
+
+SQLITE_FILE = "hmem.sqlite3"
+
+
+def build_memory(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    llm: LLM | None = None,
+    vectors: VectorIndex | None = None,
+) -> Memory:
+    """Compose a :class:`Memory` from ``settings``. ``embedder``, ``llm`` and
+    ``vectors`` may be passed to share a loaded model or a client across instances."""
+    from hmem.backends.sqlite.db import SqliteDatabase
+    from hmem.backends.sqlite.items import SqliteItemStore
+    from hmem.backends.sqlite.lexical import SqliteLexicalIndex
+    from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
+
+    data_dir = Path(settings.data_dir).expanduser()
+    db = SqliteDatabase(data_dir / SQLITE_FILE)
+    closers: list[Callable[[], None]] = []
+    sessions, summaries, profile = _tier_stores(settings, db, closers)
+
+    inner = embedder or build_embedder(settings)
+    cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
+    longterm = LongTermStore(
+        SqliteItemStore(db),
+        vectors or build_vectors(settings, data_dir),
+        SqliteLexicalIndex(db),
+        cached,
+    )
+    chat_llm = llm if llm is not None else build_llm(settings)
+    tokenizer = get_tokenizer(settings.model)
+    summarizer = Summarizer(
+        chat_llm, tokenizer, model=settings.effective_summary_model, cap_tokens=settings.summary_cap_tokens
+    )
+    compactor = Compactor(
+        sessions,
+        summaries,
+        summarizer,
+        _window_policy(settings, tokenizer),
+        archive=lambda user, session, turns: _archive(longterm, user, session, turns),
+    )
+    options = MemoryOptions(
+        model=settings.model,
+        reply_reserve=settings.reply_reserve,
+        compaction=settings.compaction,
+        extract_profile=settings.extract_profile,
+        extract_facts=settings.extract_facts,
+        archive_turns=settings.archive_turns,
+    )
+    closers.append(db.close)
+    return Memory(
+        sessions=sessions,
+        summaries=summaries,
+        profile=profile,
+        longterm=longterm,
+        compactor=compactor,
+        profile_extractor=LLMProfileExtractor(chat_llm) if chat_llm else OfflineProfileExtractor(),
+        fact_extractor=LLMFactExtractor(chat_llm) if chat_llm else OfflineFactExtractor(),
+        options=options,
+        on_close=closers,
+    )
+
+
+def _archive(longterm: LongTermStore, user_id: str, session_id: str, turns: list[Message]) -> None:
+    # The compactor's hook returns nothing; archive_turns is idempotent per message id.
+    longterm.archive_turns(user_id, session_id, turns)
+
+
+def _tier_stores(
+    settings: Settings, db: Any, closers: list[Callable[[], None]]
+) -> tuple[SessionStore, SummaryStore, ProfileStore]:
+    from hmem.backends.memory.profile import MemoryProfileStore
+    from hmem.backends.memory.sessions import MemorySessionStore
+    from hmem.backends.memory.summaries import MemorySummaryStore
+    from hmem.backends.sqlite.profile import SqliteProfileStore
+    from hmem.backends.sqlite.sessions import SqliteSessionStore
+    from hmem.backends.sqlite.summaries import SqliteSummaryStore
+
+    redis_stores: dict[str, Any] = {}
+
+    def redis_for(url: str) -> Any:
+        if url not in redis_stores:
+            from hmem.backends.redis.fallback import open_redis_stores
+
+            stores = open_redis_stores(
+                url,
+                prefix=settings.redis_prefix,
+                session_ttl_seconds=settings.session_ttl_s,
+                max_profile_keys=settings.profile_max_keys,
+                socket_timeout=settings.redis_timeout_s,
+                allow_fallback=settings.redis_fallback_to_memory,
+            )
+            closers.append(stores.close)
+            redis_stores[url] = stores
+        return redis_stores[url]
+
+    sessions: SessionStore
+    if settings.sessions == "sqlite":
+        sessions = SqliteSessionStore(db, ttl_seconds=settings.session_ttl_s)
+    elif settings.sessions == "memory":
+        sessions = MemorySessionStore(ttl_seconds=settings.session_ttl_s)
+    else:
+        sessions = redis_for(settings.sessions).sessions
+    summaries: SummaryStore
+    if settings.summaries == "sqlite":
+        summaries = SqliteSummaryStore(db)
+    elif settings.summaries == "memory":
+        summaries = MemorySummaryStore()
+    else:
+        summaries = redis_for(settings.summaries).summaries
+    profile: ProfileStore
+    if settings.profile == "sqlite":
+        profile = SqliteProfileStore(db, max_keys=settings.profile_max_keys)
+    elif settings.profile == "memory":
+        profile = MemoryProfileStore(max_keys=settings.profile_max_keys)
+    else:
+        profile = redis_for(settings.profile).profile
+    return sessions, summaries, profile
+
+
+def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[Message]], Any]:
+    if settings.window_policy == "hybrid":
+        return lambda msgs: hybrid_window(
+            msgs,
+            tokenizer,
+            settings.buffer_tokens,
+            threshold=settings.summary_threshold,
+            target=settings.summary_target,
+            min_messages=settings.summary_min_messages,
+        )
+    if settings.window_policy == "token":
+        return lambda msgs: token_window(msgs, tokenizer, settings.buffer_tokens)
+    return lambda msgs: message_window(msgs, settings.buffer_messages)
+
+
+def build_embedder(settings: Settings) -> Embedder:
+    """The embedding provider the settings select (the model loads on first use)."""
+    from hmem.providers.embed import OpenAICompatibleEmbedder, SentenceTransformerEmbedder
+
+    if settings.embed_provider == "openai":
+        assert settings.embed_model is not None  # Settings validates this
+        return OpenAICompatibleEmbedder(
+            base_url=settings.embed_base_url or "https://api.openai.com/v1",
+            api_key=settings.embed_api_key or "",
+            model=settings.embed_model,
+        )
+    return SentenceTransformerEmbedder(settings.embed_model)
+
+
+def build_vectors(settings: Settings, data_dir: Path) -> VectorIndex:
+    """The vector index the settings select: embedded Chroma, a Chroma server, or memory."""
+    from hmem.backends.chroma import ChromaVectorIndex, chroma_http_client, chroma_persistent_client
+    from hmem.backends.memory.vectors import MemoryVectorIndex
+
+    if settings.vectors == "memory":
+        return MemoryVectorIndex()
+    if settings.vectors == "chroma":
+        return ChromaVectorIndex(chroma_persistent_client(data_dir / "chroma"))
+    parsed = urlparse(settings.vectors)
+    if not parsed.hostname:
+        raise ConfigError(f"HMEM_VECTORS={settings.vectors!r}: expected chroma://host:port")
+    return ChromaVectorIndex(chroma_http_client(parsed.hostname, parsed.port or 8000))
+
+
+def build_llm(settings: Settings) -> LLM | None:
+    """The OpenAI-compatible LLM, or None when none is configured (offline paths)."""
+    if not settings.llm_configured:
+        return None
+    from hmem.providers.llm import OpenAICompatibleLLM
+
+    assert settings.llm_model is not None
+    return OpenAICompatibleLLM(
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key,
+        model=settings.llm_model,
+        timeout=settings.llm_timeout_s,
+    )

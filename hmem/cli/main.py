@@ -1,0 +1,67 @@
+"""Parser assembly and dispatch for ``hmem``.
+
+Add a command group by writing ``hmem/cli/<name>.py`` with
+``register(subparsers) -> None`` and listing it in :data:`COMMAND_MODULES`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from hmem.errors import HmemError
+
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+
+#: Modules that contribute subcommands, in help order.
+COMMAND_MODULES: list[str] = [
+    "hmem.cli.demo_cmd",
+    "hmem.cli.window_cmd",
+    "hmem.cli.memory_cmd",
+    "hmem.cli.profile_cmd",
+    "hmem.cli.transfer_cmd",
+    "hmem.cli.chat_cmd",
+    "hmem.cli.serve_cmd",
+    "hmem.cli.eval_cmd",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hmem",
+        description="Hierarchical long-term memory for LLM assistants (offline by default).",
+    )
+    parser.add_argument("--version", action="version", version=f"hmem {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def _version() -> str:
+    from hmem import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hmem`` script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+        return code
+    except HmemError as exc:
+        print(f"hmem: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""``hmem serve``: run the HTTP API (:mod:`hmem.server`) with uvicorn.
+
+Settings come from ``HMEM_*`` / ``HMEM_CONFIG`` as for every command; ``--data``
+overrides the data folder. Without API keys (``HMEM_API_KEYS``) the server only
+binds to loopback, unless ``--allow-unauthenticated`` is given, and says so in the
+log at start-up.
+
+Example::
+
+    HMEM_API_KEYS="s3cret,alice-key:alice" hmem serve --host 0.0.0.0 --port 8080 --data ./hmem-data
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+__all__ = ["register", "run"]
+
+log = logging.getLogger("hmem.server")
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0..65535, got {value}")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of bytes, got {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError("must be at least 1024 bytes")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add ``hmem serve`` to the ``hmem`` parser."""
+    from hmem.server.app import DEFAULT_MAX_BODY_BYTES
+
+    p = subparsers.add_parser(
+        "serve",
+        help="run the HTTP API (FastAPI + uvicorn)",
+        description="Serve hmem over HTTP under /v1 (OpenAPI at /docs and /openapi.json).",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8080, help="port to bind (default: 8080)")
+    p.add_argument("--data", metavar="DIR", default=None,
+                   help="data folder of the embedded stores (default: $HMEM_DATA_DIR or ./hmem-data)")
+    p.add_argument("--allow-unauthenticated", action="store_true",
+                   help="serve without API keys on a non-loopback address (only behind an authenticating proxy)")
+    p.add_argument("--max-body-bytes", type=_size, default=DEFAULT_MAX_BODY_BYTES,
+                   help=f"largest accepted request body; bigger gets 413 (default: {DEFAULT_MAX_BODY_BYTES})")
+    p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
+                   help="comma-separated proxy addresses whose X-Forwarded-For/-Proto are trusted "
+                        "(default: none; '*' trusts every peer)")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the bind address against the auth settings, build the memory, serve until stopped."""
+    import uvicorn
+
+    from hmem.build import build_memory
+    from hmem.config import Settings, mask_url
+    from hmem.server.app import ServerOptions, create_app
+    from hmem.server.auth import KeyRing, check_bind
+
+    _configure_logging(args.log_level)
+    settings = Settings.from_env(**({"data_dir": args.data} if args.data else {}))
+    keyring = KeyRing.parse(settings.api_keys)
+    warning = check_bind(args.host, keyring, allow_unauthenticated=args.allow_unauthenticated)
+    if warning:
+        log.warning(warning)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
+    memory = build_memory(settings)
+    try:
+        app = create_app(memory, settings, ServerOptions(max_body_bytes=args.max_body_bytes))
+        log.info(
+            "hmem serving http://%s:%d (data %s; sessions %s, profile %s, vectors %s)",
+            args.host, args.port, settings.data_dir, mask_url(settings.sessions), mask_url(settings.profile),
+            mask_url(settings.vectors),
+        )
+        proxy: dict[str, Any] = {"proxy_headers": False}
+        if args.forwarded_allow_ips:
+            proxy = {"proxy_headers": True, "forwarded_allow_ips": args.forwarded_allow_ips}
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False,
+                                timeout_graceful_shutdown=30, log_config=None, **proxy)
+        _serve_until_signalled(uvicorn.Server(config))
+    finally:
+        memory.close()  # flushes background compaction and closes stores, also after SIGTERM
+        log.info("hmem server stopped")
+    return 0
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _serve_until_signalled(server: Any) -> None:
+    """Run uvicorn; its graceful shutdown re-raises SIGINT/SIGTERM afterwards, which
+    we turn into a normal return so the caller still closes the memory."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop) if threading.current_thread() is threading.main_thread() else None
+    try:
+        server.run()
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _configure_logging(level: str) -> None:
+    root = logging.getLogger()
+    if not root.handlers:  # respect a logging setup made by an embedding program
+        logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("hmem").setLevel(level.upper())

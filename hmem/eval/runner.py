@@ -1,0 +1,347 @@
+"""Replay a dataset through hmem's public API and score what comes back, per turn.
+
+One run = one :class:`~hmem.memory.Memory` in a (temporary) folder. Each conversation
+is one user (``user_id`` = conversation id), each session one ``session_id``, each turn
+one :class:`~hmem.types.Message` added with :meth:`Memory.add` — the real write path
+(archiving, offline fact and profile extraction, compaction):
+
+- ``id`` = the turn id (``"D3:7"``, ``"S1:T3"``; unique within its user, which scopes it),
+- ``created_at`` = the session date (+ the turn's index in seconds, to keep order),
+- ``name`` = the speaker's name, ``role`` = the turn's role (LoCoMo: ``speaker_a`` →
+  ``user``, ``speaker_b`` → ``assistant``),
+- a shared photo's caption is part of what was said: ``"… [shares a photo: <caption>]"``.
+
+Then every question is asked under each configuration (:data:`CONFIGS`); every
+returned :class:`~hmem.types.Hit` maps to its source turn (``item.source_message_id``:
+an archived turn, or a fact extracted from that turn), the list is de-duplicated and
+scored with :mod:`hmem.eval.metrics`.
+
+Example::
+
+    >>> from hmem.eval.datasets import load_sample
+    >>> run = run_eval(load_sample(), configs=["default"], limit_conversations=1)  # doctest: +SKIP
+    >>> run.configs["default"].report.overall.recall[10]                         # doctest: +SKIP
+    0.9...
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from hmem.errors import InvalidInput
+from hmem.eval.metrics import DEFAULT_KS, QuestionResult, Report, aggregate
+from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
+from hmem.types import Hit, Message, ToolCall
+
+if TYPE_CHECKING:
+    from hmem.memory import Memory
+    from hmem.protocols import Embedder
+
+__all__ = [
+    "CONFIGS",
+    "CONFIG_NAMES",
+    "DEFAULT_CONTEXT_BUDGET",
+    "ConfigResult",
+    "EvalConfig",
+    "EvalRun",
+    "IngestStats",
+    "conversation_batches",
+    "run_eval",
+    "select_configs",
+    "turn_content",
+]
+
+ConfigKind = Literal["recall", "lexical", "dense", "context"]
+
+#: Token budget of the ``context`` configuration (a small model's prompt).
+DEFAULT_CONTEXT_BUDGET = 4000
+#: Session id under which the ``context`` configuration asks (holds no messages, so
+#: the prompt is system + profile + recalled items: what long-term memory brings).
+QUERY_SESSION = "hmem-eval-query"
+#: Half-life of the ``hybrid+recency`` configuration (LoCoMo spans months).
+RECENCY_HALF_LIFE = timedelta(days=90)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """One way of retrieving: ``kind`` picks the call, ``recall_args`` are passed to
+    :meth:`LongTermStore.recall` (``kind="recall"``)."""
+
+    name: str
+    kind: ConfigKind
+    description: str
+    recall_args: Mapping[str, Any] = field(default_factory=dict)
+
+
+#: The configurations compared side by side, in report order.
+CONFIGS: Mapping[str, EvalConfig] = {
+    c.name: c
+    for c in (
+        EvalConfig("bm25", "lexical", "BM25 only (hmem's lexical index)"),
+        EvalConfig("dense", "dense", "dense only (MiniLM embeddings, cosine)"),
+        EvalConfig("hybrid", "recall", "hybrid, plain RRF (k=60, equal weights)", {"fusion": "rrf"}),
+        EvalConfig(
+            "hybrid+recency",
+            "recall",
+            "hybrid RRF x recency (half-life 90 days) x importance (weight 0.5)",
+            {"fusion": "rrf", "recency_half_life": RECENCY_HALF_LIFE, "importance_weight": 0.5},
+        ),
+        EvalConfig("default", "recall", "Memory.recall with hmem's defaults"),
+        EvalConfig("context", "context", "gold turns inside Memory.context() at the token budget"),
+    )
+}
+CONFIG_NAMES: tuple[str, ...] = tuple(CONFIGS)
+
+
+def select_configs(names: Iterable[str] | None) -> list[EvalConfig]:
+    """The named configurations (default: all), or :class:`InvalidInput` naming the unknown one."""
+    if names is None:
+        return list(CONFIGS.values())
+    out: list[EvalConfig] = []
+    for name in names:
+        if name not in CONFIGS:
+            raise InvalidInput(f"unknown configuration {name!r}; choose from {', '.join(CONFIG_NAMES)}", field="configs")
+        if CONFIGS[name] not in out:
+            out.append(CONFIGS[name])
+    if not out:
+        raise InvalidInput("choose at least one configuration", field="configs")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class IngestStats:
+    """What the write phase did and how long it took."""
+
+    conversations: int
+    sessions: int
+    turns: int
+    items: int
+    seconds: float
+
+    @property
+    def turns_per_s(self) -> float:
+        return self.turns / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conversations": self.conversations, "sessions": self.sessions, "turns": self.turns,
+            "items": self.items, "seconds": round(self.seconds, 3), "turns_per_s": round(self.turns_per_s, 1),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    """Scores of one configuration plus what it retrieved per question."""
+
+    config: EvalConfig
+    report: Report
+    results: tuple[QuestionResult, ...]
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRun:
+    """Everything one evaluation run measured."""
+
+    dataset: str
+    ks: tuple[int, ...]
+    configs: Mapping[str, ConfigResult]
+    ingest: IngestStats
+    questions: int
+    context_budget: int
+    dataset_counts: Mapping[str, int] = field(default_factory=dict)
+
+
+# -- turns → messages ------------------------------------------------------------------
+
+
+def turn_content(turn: EvalTurn) -> str | None:
+    """What the speaker said, with a shared photo's caption in brackets (the caption is
+    the only trace of the photo; questions ask about what it shows)."""
+    text = turn.text
+    if turn.image_caption:
+        text = f"{text} [shares a photo: {turn.image_caption}]".strip()
+    return text if text or not turn.tool_calls else None
+
+
+def _session_messages(session: EvalSession) -> list[Message]:
+    return [
+        Message(
+            role=turn.role,
+            content=turn_content(turn),
+            name=turn.speaker if turn.speaker.strip() == turn.speaker and turn.speaker else None,
+            tool_calls=tuple(ToolCall(id=c.id, name=c.name, arguments=c.arguments) for c in turn.tool_calls),
+            tool_call_id=turn.tool_call_id,
+            id=turn.id,
+            created_at=session.date + timedelta(seconds=index),
+        )
+        for index, turn in enumerate(session.turns)
+    ]
+
+
+def conversation_batches(conversation: EvalConversation) -> list[tuple[str, list[Message]]]:
+    """``(session_id, messages)`` per session, in order: what :func:`run_eval` adds."""
+    return [(s.id, _session_messages(s)) for s in conversation.sessions]
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+def _default_open(embedder: Embedder | None) -> Callable[[Path], Memory]:
+    def open_memory(path: Path) -> Memory:
+        from hmem.memory import Memory
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        return Memory.open(path, embedder=embedder)
+
+    return open_memory
+
+
+def _bar(iterable: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterable[Any]:
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit="q" if desc.startswith("ask") else "turn",
+                file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def _subset(
+    dataset: EvalDataset, limit_conversations: int | None, limit_questions: int | None
+) -> tuple[list[EvalConversation], list[EvalQuestion]]:
+    for name, value in (("limit_conversations", limit_conversations), ("limit_questions", limit_questions)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise InvalidInput(f"{name} must be a positive integer or None, got {value!r}", field=name)
+    convs = list(dataset.conversations[:limit_conversations])
+    questions: list[EvalQuestion] = []
+    for conv in convs:
+        questions.extend(dataset.questions_for(conv.id)[:limit_questions])
+    return convs, questions
+
+
+def run_eval(
+    dataset: EvalDataset,
+    *,
+    configs: Iterable[str] | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+    open_memory: Callable[[Path], Memory] | None = None,
+    embedder: Embedder | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+    limit_conversations: int | None = None,
+    limit_questions: int | None = None,
+    context_budget: int = DEFAULT_CONTEXT_BUDGET,
+    progress: bool = True,
+) -> EvalRun:
+    """Ingest ``dataset`` through :meth:`Memory.add`, then ask every question under each
+    configuration and score at turn level.
+
+    ``open_memory(path)`` builds the Memory (default: ``Memory.open(path,
+    embedder=embedder)``, the embedded default). ``workdir`` keeps the store (default:
+    a temporary folder, deleted afterwards). ``limit_questions`` caps the questions
+    *per conversation*. Raises :class:`InvalidInput` for unknown configurations or bad
+    limits, before anything is written.
+    """
+    chosen = select_configs(configs)
+    ks_t = tuple(sorted(dict.fromkeys(ks)))
+    aggregate([], ks_t)  # validates ks up front
+    if isinstance(context_budget, bool) or not isinstance(context_budget, int) or context_budget < 1:
+        raise InvalidInput(f"context_budget must be a positive integer, got {context_budget!r}", field="context_budget")
+    convs, questions = _subset(dataset, limit_conversations, limit_questions)
+    opener = open_memory or _default_open(embedder)
+    with tempfile.TemporaryDirectory(prefix="hmem-eval-") as tmp:
+        folder = Path(workdir) if workdir is not None else Path(tmp)
+        mem = opener(folder)
+        try:
+            ingest = _ingest(mem, convs, progress)
+            results = {
+                cfg.name: _ask_all(mem, cfg, questions, ks_t, context_budget, progress) for cfg in chosen
+            }
+        finally:
+            mem.close()
+    return EvalRun(
+        dataset=dataset.name, ks=ks_t, configs=results, ingest=ingest, questions=len(questions),
+        context_budget=context_budget, dataset_counts=dict(dataset.counts),
+    )
+
+
+def _ingest(mem: Memory, convs: Sequence[EvalConversation], progress: bool) -> IngestStats:
+    total = sum(c.turn_count for c in convs)
+    start = time.perf_counter()
+    bar = _bar(range(total), total=total, desc="ingest", enabled=progress)
+    tick = getattr(bar, "update", None)
+    sessions = 0
+    for conv in convs:
+        for session_id, messages in conversation_batches(conv):
+            mem.add(conv.id, session_id, messages)
+            sessions += 1
+            if tick is not None:
+                tick(len(messages))
+    mem.flush()
+    seconds = time.perf_counter() - start
+    close = getattr(bar, "close", None)
+    if close is not None:
+        close()
+    items = sum(mem.longterm.count(c.id) for c in convs)
+    return IngestStats(len(convs), sessions, total, items, seconds)
+
+
+def _ask_all(
+    mem: Memory, cfg: EvalConfig, questions: Sequence[EvalQuestion], ks: tuple[int, ...], budget: int,
+    progress: bool,
+) -> ConfigResult:
+    want = max(ks)
+    out: list[QuestionResult] = []
+    kept_turns: list[int] = []
+    tokens: list[int] = []
+    for q in _bar(questions, total=len(questions), desc=f"ask {cfg.name}", enabled=progress):
+        start = time.perf_counter()
+        if cfg.kind == "context":
+            turns, used = _context_turns(mem, q, want, budget)
+            tokens.append(used)
+            kept_turns.append(len(turns))
+        else:
+            turns = _retrieve(mem, cfg, q, want)
+        elapsed = time.perf_counter() - start
+        out.append(QuestionResult(q.id, q.category, tuple(q.evidence), tuple(turns[:want]), elapsed))
+    extra: dict[str, float] = {}
+    if kept_turns:
+        extra = {"mean_turns_in_context": sum(kept_turns) / len(kept_turns), "mean_context_tokens": sum(tokens) / len(tokens)}
+    return ConfigResult(cfg, aggregate(out, ks), tuple(out), extra)
+
+
+def _distinct_turns(source_ids: Iterable[str | None]) -> list[str]:
+    return list(dict.fromkeys(s for s in source_ids if s))
+
+
+def _retrieve(mem: Memory, cfg: EvalConfig, q: EvalQuestion, want: int) -> list[str]:
+    user = q.conversation_id
+    # Facts extracted from a turn map back to that turn and count once: ask for twice as
+    # many items so the first ``want`` *distinct* turns are usually all there.
+    depth = min(2 * want, 1000)
+    if cfg.kind == "recall":
+        hits: list[Hit] = mem.recall(user, q.question, depth, **dict(cfg.recall_args))
+        return _distinct_turns(h.item.source_message_id for h in hits)
+    # Single-retriever ablations call the long-term store's own indexes (the ones
+    # recall fuses), so they rank exactly what hybrid recall sees.
+    lt = mem.longterm
+    if cfg.kind == "lexical":
+        ranked = [h.id for h in lt.lexical.search(user, q.question, depth)]
+    else:
+        ranked = [h.id for h in lt.vectors.query(user, lt.embedder.embed([q.question])[0], depth)]
+    found = lt.items.get(user, ranked)
+    return _distinct_turns(found[i].source_message_id for i in ranked if i in found)
+
+
+def _context_turns(mem: Memory, q: EvalQuestion, want: int, budget: int) -> tuple[list[str], int]:
+    ctx = mem.context(q.conversation_id, QUERY_SESSION, query=q.question, budget=budget, k=want)
+    kept = [r.ref for r in ctx.report.items if r.tier == "recalled" and r.kept]
+    found = mem.longterm.items.get(q.conversation_id, kept)
+    return _distinct_turns(found[i].source_message_id for i in kept if i in found), ctx.tokens

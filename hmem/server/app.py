@@ -1,0 +1,84 @@
+"""The FastAPI app factory: ``create_app(memory, settings)``.
+
+No module-level app and no globals: the memory, the key ring and the limits live in
+the closures of the routes, so two apps (tests, several tenants) never share state.
+The caller owns ``memory`` and closes it after the server stops.
+
+Example::
+
+    import uvicorn
+    from hmem.build import build_memory
+    from hmem.config import Settings
+    from hmem.server import create_app
+
+    settings = Settings.from_env()
+    memory = build_memory(settings)
+    uvicorn.run(create_app(memory, settings), host="127.0.0.1", port=8080)
+    memory.close()
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+
+from hmem.config import Settings
+from hmem.errors import ConfigError
+from hmem.memory import Memory
+from hmem.server.auth import KeyRing, user_guard
+from hmem.server.errors import BodySizeLimit, install_error_handlers
+from hmem.server.health import build_health_router
+from hmem.server.routes import build_router
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerOptions", "create_app"]
+
+log = logging.getLogger("hmem.server")
+
+#: Default request body limit: a batch of messages near hmem's per-message cap
+#: (1M characters) still fits; anything larger is almost surely a client bug.
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """HTTP-only knobs (the rest comes from :class:`~hmem.config.Settings`)."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    readiness_timeout_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes < 1024:
+            raise ConfigError("max_body_bytes must be at least 1024")
+        if self.readiness_timeout_s <= 0:
+            raise ConfigError("readiness_timeout_s must be positive")
+
+
+DESCRIPTION = """\
+Hierarchical long-term memory for LLM assistants over HTTP.
+
+Every user-scoped route lives under `/v1/users/{user_id}`. Send `Authorization: Bearer <key>`
+when the server has API keys (`HMEM_API_KEYS`); a key bound to one user (`KEY:USER_ID`)
+gets 403 for every other user. Errors always have the shape
+`{"error": {"type", "message", "field", "details"}}`.
+"""
+
+
+def create_app(memory: Memory, settings: Settings, options: ServerOptions | None = None) -> FastAPI:
+    """A FastAPI app serving ``memory``; auth from ``settings.api_keys``."""
+    opts = options or ServerOptions()
+    keyring = KeyRing.parse(settings.api_keys)
+    from hmem import __version__
+
+    app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION)
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=opts.max_body_bytes)
+    app.include_router(build_health_router(memory, opts.readiness_timeout_s))
+    app.include_router(build_router(memory, user_guard(keyring)))
+    bound = sum(1 for k in keyring.keys if k.user_id is not None)
+    if keyring.enabled:
+        log.info("hmem API: %d API key(s), %d bound to one user", len(keyring.keys), bound)
+    else:
+        log.warning("hmem API: no API key configured (HMEM_API_KEYS); every request is allowed")
+    return app
