@@ -56,7 +56,11 @@ def build_memory(
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
-    sessions, summaries, profile = _tier_stores(settings, db, closers)
+    try:
+        sessions, summaries, profile = _tier_stores(settings, db, closers)
+    except BaseException:
+        db.close()  # e.g. Redis unreachable: leave nothing open behind the error
+        raise
 
     inner = embedder or build_embedder(settings)
     cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
@@ -127,6 +131,8 @@ def _tier_stores(
                 session_ttl_seconds=settings.session_ttl_s,
                 max_profile_keys=settings.profile_max_keys,
                 socket_timeout=settings.redis_timeout_s,
+                # a host that drops the handshake must not outlast the configured timeout
+                socket_connect_timeout=min(2.0, settings.redis_timeout_s),
                 allow_fallback=settings.redis_fallback_to_memory,
             )
             closers.append(stores.close)

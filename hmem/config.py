@@ -88,6 +88,7 @@ class Settings:
     extract_facts: bool = True
     profile_max_keys: int = 200
     api_keys: tuple[str, ...] = field(default_factory=tuple)
+    max_body_bytes: int = 4 * 1024 * 1024  # HTTP request body limit of `hmem serve`
 
     def __post_init__(self) -> None:
         for name in ("sessions", "summaries", "profile"):
@@ -102,7 +103,7 @@ class Settings:
             raise ConfigError("HMEM_SUMMARY_THRESHOLD must be in (0, 1]")
         if not 0 < self.summary_target <= self.summary_threshold:
             raise ConfigError("HMEM_SUMMARY_TARGET must be in (0, HMEM_SUMMARY_THRESHOLD]")
-        for name in ("buffer_tokens", "buffer_messages", "summary_cap_tokens", "profile_max_keys"):
+        for name in ("buffer_tokens", "buffer_messages", "summary_cap_tokens", "profile_max_keys", "max_body_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"HMEM_{name.upper()} must be positive")
         if self.reply_reserve < 0 or self.summary_min_messages < 0:

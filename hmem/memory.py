@@ -167,13 +167,16 @@ class Memory:
         return build_memory(chosen, embedder=embedder, llm=llm)
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None) -> Memory:
+    def from_settings(
+        cls, settings: Settings | None = None, *, embedder: Embedder | None = None, llm: LLM | None = None
+    ) -> Memory:
         """Build from ``HMEM_*`` environment variables / ``HMEM_CONFIG`` file (or the
-        given :class:`~hmem.config.Settings`): Redis, Chroma server, an LLM …"""
+        given :class:`~hmem.config.Settings`): Redis, Chroma server, an LLM …
+        ``embedder``/``llm`` share an already loaded model or client."""
         from hmem.build import build_memory
         from hmem.config import Settings
 
-        return build_memory(settings or Settings.from_env())
+        return build_memory(settings or Settings.from_env(), embedder=embedder, llm=llm)
 
     # -- the pipeline -----------------------------------------------------------------
 

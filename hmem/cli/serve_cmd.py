@@ -59,8 +59,8 @@ def register(subparsers: Any) -> None:
                    help="data folder of the embedded stores (default: $HMEM_DATA_DIR or ./hmem-data)")
     p.add_argument("--allow-unauthenticated", action="store_true",
                    help="serve without API keys on a non-loopback address (only behind an authenticating proxy)")
-    p.add_argument("--max-body-bytes", type=_size, default=DEFAULT_MAX_BODY_BYTES,
-                   help=f"largest accepted request body; bigger gets 413 (default: {DEFAULT_MAX_BODY_BYTES})")
+    p.add_argument("--max-body-bytes", type=_size, default=None,
+                   help=f"largest accepted request body; bigger gets 413 (default: $HMEM_MAX_BODY_BYTES or {DEFAULT_MAX_BODY_BYTES})")
     p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
                    help="comma-separated proxy addresses whose X-Forwarded-For/-Proto are trusted "
                         "(default: none; '*' trusts every peer)")
@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
     memory = build_memory(settings)
     try:
-        app = create_app(memory, settings, ServerOptions(max_body_bytes=args.max_body_bytes))
+        limit = args.max_body_bytes if args.max_body_bytes is not None else settings.max_body_bytes
+        app = create_app(memory, settings, ServerOptions(max_body_bytes=limit))
         log.info(
             "hmem serving http://%s:%d (data %s; sessions %s, profile %s, vectors %s)",
             args.host, args.port, settings.data_dir, mask_url(settings.sessions), mask_url(settings.profile),

@@ -123,7 +123,8 @@ def redis_errors(label: str) -> Iterator[None]:
             f"Redis at {label} is unreachable ({exc.__class__.__name__}: {exc}). Start it or fix the Redis URL "
             "in the hmem settings. A write in flight may or may not have happened; retrying it is safe "
             "(a retried append either lands once or raises DuplicateId because it already did). "
-            "To run without Redis, choose the sqlite backend or enable the in-process fallback explicitly."
+            "To run without Redis, choose the sqlite backend (HMEM_SESSIONS=sqlite …) or enable the in-process "
+            "fallback explicitly (HMEM_REDIS_FALLBACK_TO_MEMORY=true; it loses data on restart)."
         ) from exc
     except redis.exceptions.AuthenticationError as exc:  # pragma: no cover - subclass of ConnectionError today
         raise BackendUnavailable(f"Redis at {label} rejected the credentials: {exc}. Check the password.") from exc
