@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -244,7 +245,7 @@ class LongTermStore:
                 target, sim = self._near_duplicate(
                     user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
             if target is None:
-                item = _new_item(user_id, e, new_id(), now)
+                item = _new_item(user_id, e, _item_id(user_id, e), now)
                 results[i] = RememberResult("stored", item)
             else:
                 replace_text = self.config.near_duplicate_policy == "replace"
@@ -386,8 +387,10 @@ class LongTermStore:
         if fusion == "rrf":
             fused = fusion_rrf(lexical, dense, self.config.rrf_k)
         else:
+            # A negative BM25 score (query terms in over half of a tiny corpus: rank_bm25's idf
+            # floor) is no evidence; min-max would stretch those near-ties to the full [0, 1].
             fused = fz.weighted(
-                {"lexical": {h.id: h.score for h in lexical}, "dense": {h.id: h.score for h in dense}},
+                {"lexical": {h.id: max(h.score, 0.0) for h in lexical}, "dense": {h.id: h.score for h in dense}},
                 {"lexical": self.config.lexical_weight, "dense": self.config.dense_weight},
             )
         now = self._clock()
@@ -569,3 +572,12 @@ def _new_item(user_id: str, e: Entry, item_id: str, now: datetime) -> MemoryItem
         metadata=dict(e.metadata),
     )
 
+
+def _item_id(user_id: str, entry: Entry) -> str:
+    """A fresh id, except for an archived turn: derived from its session and source
+    message, so two instances archiving the same turn at once write the same record
+    (an upsert) instead of two."""
+    if entry.kind == "turn" and entry.source_message_id:
+        key = f"{user_id}\x1f{entry.session_id or ''}\x1f{entry.source_message_id}"
+        return "turn-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return new_id()

@@ -181,7 +181,7 @@ def run_recall(args: argparse.Namespace) -> int:
                 text(h["session_id"] or "-"), text(h["kind"]), text(short(h["text"], 70)),
             )
         console.print(rows)
-        console.print(text("score = reciprocal-rank fusion of the lexical (BM25) and dense rankings, times boosts", "dim"))
+        console.print(text("score = fusion of the lexical (BM25) and dense rankings (weighted by default, or RRF), times boosts", "dim"))
 
     Output(args.json).emit(data, render)
     return 0

@@ -13,6 +13,7 @@ Example::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hmem.errors import ConfigError
 from hmem.eval.metrics import recall_at_k
@@ -48,7 +49,7 @@ def plot_recall_curves(run: EvalRun, path: str | Path, *, title: str | None = No
     top = max(run.ks)
     xs = list(range(1, top + 1))
     fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    styles = {"default": {"linewidth": 2.8, "color": "black"}, "context": {"linestyle": ":", "linewidth": 2.0}}
+    styles: dict[str, dict[str, Any]] = {"default": {"linewidth": 2.8, "color": "black"}, "context": {"linestyle": ":", "linewidth": 2.0}}
     for name in run.configs:
         ys = recall_curve(run, name)
         line = ax.plot(xs, ys, label=f"{name} (R@{run.ks[-1]} {ys[-1]:.1f})", **styles.get(name, {"linewidth": 1.6}))
@@ -57,7 +58,7 @@ def plot_recall_curves(run: EvalRun, path: str | Path, *, title: str | None = No
     if ref:
         pts = [(k, 100 * ref[f"recall@{k}"]) for k in run.ks if f"recall@{k}" in ref]
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "r--o", linewidth=1.4, markersize=5,
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "--o", color="dimgray", linewidth=1.4, markersize=5,
                     label=REFERENCE_NAMES[run.dataset])
     ax.set_xlabel("k (distinct turns retrieved)")
     ax.set_ylabel("recall@k (%)")

@@ -262,7 +262,7 @@ def run_eval(
         try:
             ingest = _ingest(mem, convs, progress)
             results = {
-                cfg.name: _ask_all(mem, cfg, questions, ks_t, context_budget, progress) for cfg in chosen
+                cfg.name: _ask_all(mem, cfg, questions, ks_t, budget=context_budget, progress=progress) for cfg in chosen
             }
         finally:
             mem.close()
@@ -294,7 +294,7 @@ def _ingest(mem: Memory, convs: Sequence[EvalConversation], progress: bool) -> I
 
 
 def _ask_all(
-    mem: Memory, cfg: EvalConfig, questions: Sequence[EvalQuestion], ks: tuple[int, ...], budget: int,
+    mem: Memory, cfg: EvalConfig, questions: Sequence[EvalQuestion], ks: tuple[int, ...], *, budget: int,
     progress: bool,
 ) -> ConfigResult:
     want = max(ks)

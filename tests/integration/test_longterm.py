@@ -125,7 +125,7 @@ def test_every_hit_explains_itself(stack: Stack) -> None:
     lt = stack.store
     lt.remember_many("u1", ["I play the cello in an orchestra", "My cat is named Mochi",
                             "I moved to Lisbon in 2021", "I prefer tea over coffee", "Mochi likes tuna"])
-    hits = lt.recall("u1", "cat Mochi", k=5)
+    hits = lt.recall("u1", "cat Mochi", k=5, fusion="rrf")
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert hits[0].item.text in {"My cat is named Mochi", "Mochi likes tuna"}
     for h in hits:

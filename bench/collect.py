@@ -1,0 +1,29 @@
+"""Rebuild BENCHMARKS.md from the per-area reports in docs/bench-*.md.
+
+Each area's benchmark script writes (by hand, with its command) into
+docs/bench-<area>.md; this script puts the summary first and every report after it,
+so BENCHMARKS.md is never edited by hand. Run: ``.venv/bin/python bench/collect.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["eval", "longterm", "lexical", "sessions", "summary", "server", "window", "tokens"]
+
+
+def main() -> None:
+    summary = (ROOT / "bench" / "SUMMARY.md").read_text(encoding="utf-8").strip()
+    reports = sorted((ROOT / "docs").glob("bench-*.md"), key=lambda p: (
+        ORDER.index(p.stem[6:]) if p.stem[6:] in ORDER else len(ORDER), p.name))
+    parts = [summary]
+    for path in reports:
+        body = path.read_text(encoding="utf-8").strip()
+        parts.append(f"<!-- from {path.relative_to(ROOT)} -->\n" + body.replace("# ", "## ", 1))
+    (ROOT / "BENCHMARKS.md").write_text("\n\n---\n\n".join(parts) + "\n", encoding="utf-8")
+    print(f"BENCHMARKS.md: summary + {len(reports)} reports")
+
+
+if __name__ == "__main__":
+    main()
