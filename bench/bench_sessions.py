@@ -3,7 +3,9 @@
 For each backend and session size (default 100 and 10,000 messages) the session is
 prefilled, then timed: single-message appends onto it, full loads, and
 ``load(last_n=20)`` (what a turn usually reads). Redis is the server given by
-``--redis-url`` (a throw-away key prefix, deleted afterwards).
+``--redis-url`` (a throw-away key prefix, deleted afterwards). A last table times
+decoding the stored rows alone: validating ``Message.from_json`` vs the trusted
+``Message._from_storage`` the stores use (same rows, same run).
 
     .venv/bin/python bench/bench_sessions.py [--sizes 100 10000] [--redis-url redis://127.0.0.1:6379/0]
 """
@@ -90,6 +92,19 @@ def run(sizes: list[int], redis_url: str, appends: int) -> list[tuple[str, int, 
     return rows
 
 
+def decode_rows(sizes: list[int]) -> list[tuple[int, str, float, float]]:
+    """Decoding a session's stored JSON rows: the validating path vs the trusted one the
+    stores use on load (same rows, same run)."""
+    rows = []
+    for size in sizes:
+        bodies = [message(i).to_json() for i in range(size)]
+        repeat = max(10, min(200, 200_000 // size))
+        for name, decode in (("from_json", Message.from_json), ("_from_storage", Message._from_storage)):
+            samples = timed(lambda d=decode, bs=bodies: [d(b) for b in bs], repeat)
+            rows.append((size, name, pct(samples, 0.5), pct(samples, 0.95)))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 10_000])
@@ -102,6 +117,11 @@ def main() -> None:
     for op, size, name, a, b in rows:
         ratio = a / p50[(op, size, "sqlite")] if p50[(op, size, "sqlite")] else float("nan")
         print(f"{op:<14}{size:>7}  {name:<8}{a:>9.3f}{b:>9.3f}{ratio:>13.2f}x")
+    decoded = decode_rows(args.sizes)
+    slow = {size: a for size, name, a, _ in decoded if name == "from_json"}
+    print(f"\n{'decode rows':<14}{'msgs':>7}  {'path':<14}{'p50 ms':>9}{'p95 ms':>9}{'µs/msg':>8}{'speed-up':>10}")
+    for size, name, a, b in decoded:
+        print(f"{'':<14}{size:>7}  {name:<14}{a:>9.3f}{b:>9.3f}{a * 1000 / size:>8.2f}{slow[size] / a:>9.2f}x")
 
 
 if __name__ == "__main__":

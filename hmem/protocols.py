@@ -234,7 +234,15 @@ class LLM(Protocol):
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """Counts tokens the way one model does, chat overhead included."""
+    """Counts tokens the way one model does, chat overhead included.
+
+    Contract: message counts are additive, for every list of messages ``ms``::
+
+        count_messages(ms) == sum(count_message(m) for m in ms) + count_messages([])
+
+    (``count_messages([])`` is the reply primer). Callers rely on it to count each
+    message once and cost lists by sums (the window policies, the assembler).
+    """
 
     @property
     def name(self) -> str: ...

@@ -55,6 +55,14 @@ _T = TypeVar("_T")
 _MEMORY_TIERS: tuple[Tier, ...] = ("summary", "profile", "recalled")
 
 
+def _finite(value: float) -> bool:
+    """math.isfinite that says False for an int too large for a float (it would raise)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class TierCaps:
     """Largest share of the budget each optional tier may take (None = uncapped).
@@ -82,7 +90,7 @@ class TierCaps:
             share = getattr(self, name)
             if share is None:
                 continue
-            if isinstance(share, bool) or not isinstance(share, int | float) or not math.isfinite(share):
+            if isinstance(share, bool) or not isinstance(share, int | float) or not _finite(share):
                 raise InvalidInput(f"caps.{name} must be a number in (0, 1] or None", field=f"caps.{name}")
             if not 0 < share <= 1:
                 raise InvalidInput(f"caps.{name} must be in (0, 1] or None, got {share}", field=f"caps.{name}")
@@ -184,7 +192,7 @@ def assemble(
     entries = _check_seq(profile, ProfileEntry, "profile")
     hits = _check_seq(recalled, Hit, "recalled")
     for index, hit in enumerate(hits):
-        if not math.isfinite(hit.score):
+        if not _finite(hit.score):
             raise InvalidInput(f"recalled[{index}].score must be finite", field=f"recalled[{index}].score")
     if caps is not None and not isinstance(caps, TierCaps):
         raise InvalidInput("caps must be a TierCaps or None", field="caps")
@@ -240,11 +248,8 @@ def assemble(
 
     final = _render(state)
     total = counter.count_messages(final)
-    while total > limit:  # estimates were short (BPE merges across joins): drop the lowest priority
-        victim = next(c for c in reversed(state.candidates) if c.kept)
-        victim.kept, victim.reason = False, "budget"
-        final = _render(state)
-        total = counter.count_messages(final)
+    if total > limit:
+        final, total = _drop_until_fits(state, limit)
 
     report = _report_items(state, counter, report)
     return AssembledContext(
@@ -326,7 +331,7 @@ def _greedy(state: _State, room: int, caps: TierCaps | None, budget: int) -> Non
                 continue
             cost = candidate.cost
         else:
-            cost = counter.count(candidate.line or "")
+            cost = candidate.refs[0][1]  # count(line), counted once in _memory_candidates
             if tier in open_sections:
                 cost += item_sep
             else:
@@ -356,6 +361,33 @@ def _greedy(state: _State, room: int, caps: TierCaps | None, budget: int) -> Non
             continue
         if tier == "history":
             history_cut = True
+
+
+def _drop_until_fits(state: _State, limit: int) -> tuple[list[Message], int]:
+    """The greedy's estimates were short (BPE merges across joins): drop the lowest
+    priority items until the rendered list fits. Each try costs the history and turn
+    messages from their known counts (Tokenizer contract: counts are additive) and
+    counts only the re-rendered system/memory messages; the final answer is recounted
+    whole, so ``total == count_messages(final)`` exactly."""
+    counter = state.counter
+    known: dict[int, int] = {id(m): counter.count_message(m) for m in state.turn}
+    for candidate in state.candidates:
+        if candidate.group is not None:
+            known.update((id(m), tokens) for m, (_, tokens) in zip(state.before[candidate.group], candidate.refs,
+                                                                  strict=True))
+    primer = counter.count_messages([])
+    while True:
+        victim = next((c for c in reversed(state.candidates) if c.kept), None)
+        if victim is None:  # only the required part is left: it fits (checked before the greedy)
+            final = _render(state)
+            return final, counter.count_messages(final)
+        victim.kept, victim.reason = False, "budget"
+        final = _render(state)
+        estimate = primer + sum(known[id(m)] if id(m) in known else counter.count_message(m) for m in final)
+        if estimate <= limit:
+            total = counter.count_messages(final)
+            if total <= limit:
+                return final, total
 
 
 def _block_open_cost(state: _State) -> int:

@@ -53,7 +53,7 @@ def term_counts(tokens: Iterable[str]) -> dict[str, int]:
 def check_bm25_params(k1: float, b: float, epsilon: float) -> None:
     """Raise ``ValueError`` unless 0 ≤ k1, 0 ≤ b ≤ 1 and epsilon are finite numbers."""
     for name, value in (("k1", k1), ("b", b), ("epsilon", epsilon)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not -1e300 < value < 1e300:
             raise ValueError(f"BM25 parameter {name} must be a finite number, got {value!r}")
     if k1 < 0:
         raise ValueError(f"BM25 parameter k1 must be >= 0, got {k1}")

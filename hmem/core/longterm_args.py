@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hmem.errors import InvalidInput
@@ -33,6 +33,14 @@ __all__ = [
 
 _ENTRY_KEYS = frozenset({"text", "kind", "importance", "metadata", "session_id", "source_message_id", "created_at"})
 MAX_K = 1000
+
+
+def _finite(value: float) -> bool:
+    """math.isfinite that says False for an int too large for a float (it would raise)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +76,7 @@ def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, 
 
 
 def check_importance(value: object, field_name: str = "importance") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or not (
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value) or not (
         0.0 <= value <= 1.0
     ):
         raise InvalidInput(f"{field_name} must be a number in [0, 1], got {value!r}", field=field_name)
@@ -136,6 +144,29 @@ def _kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
     return out
 
 
+def _half_life(value: object) -> timedelta:
+    """A positive timedelta from a timedelta or seconds; huge or non-finite numbers are
+    InvalidInput (``timedelta`` itself would raise OverflowError past ~2.7 million years)."""
+    half_life: timedelta | None = None
+    if isinstance(value, timedelta):
+        half_life = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            half_life = timedelta(seconds=float(value))  # NaN -> ValueError; inf, 1e300, 10**400 -> OverflowError
+        except (OverflowError, ValueError):
+            raise InvalidInput(
+                f"recency_half_life must be a positive, finite number of seconds below {_MAX_SECONDS:.3g}, "
+                f"got {value!r}",
+                field="recency_half_life",
+            ) from None
+    if half_life is None or half_life.total_seconds() <= 0:
+        raise InvalidInput("recency_half_life must be a positive timedelta or seconds", field="recency_half_life")
+    return half_life
+
+
+_MAX_SECONDS = timedelta.max.total_seconds()
+
+
 def check_recall_args(
     user_id: object, query: object, *, k: object, kinds: Iterable[str] | str | None, session_id: object,
     since: object, until: object, metadata: object, fusion: object, recency_half_life: object,
@@ -152,18 +183,9 @@ def check_recall_args(
     hi = None if until is None else as_datetime(until, "until")
     if lo is not None and hi is not None and lo > hi:
         raise InvalidInput("since must not be after until", field="since")
-    half_life: timedelta | None = None
-    if recency_half_life is not None:
-        if isinstance(recency_half_life, timedelta):
-            half_life = recency_half_life
-        elif isinstance(recency_half_life, int | float) and not isinstance(recency_half_life, bool) and math.isfinite(
-            recency_half_life
-        ):
-            half_life = timedelta(seconds=float(recency_half_life))
-        if half_life is None or half_life.total_seconds() <= 0:
-            raise InvalidInput("recency_half_life must be a positive timedelta or seconds", field="recency_half_life")
+    half_life = None if recency_half_life is None else _half_life(recency_half_life)
     if isinstance(importance_weight, bool) or not isinstance(importance_weight, int | float) or not (
-        math.isfinite(importance_weight) and importance_weight >= 0
+        _finite(importance_weight) and importance_weight >= 0
     ):
         raise InvalidInput("importance_weight must be a finite number >= 0", field="importance_weight")
     if mmr_lambda is not None and (
@@ -199,7 +221,10 @@ def check_forget_filter(
         id_set = frozenset(check_id(i, "ids[]") for i in ids)
     until = None
     if before is not None:
-        until = as_datetime(before, "before") - timedelta(microseconds=1)  # before is exclusive
+        moment = as_datetime(before, "before")
+        if moment == datetime.min.replace(tzinfo=UTC):  # nothing is older; one µs less would overflow
+            raise InvalidInput("before must be later than 0001-01-01T00:00:00Z", field="before")
+        until = moment - timedelta(microseconds=1)  # before is exclusive
     return ItemFilter(
         ids=id_set, kinds=_kinds(kinds), session_id=None if session_id is None else check_id(session_id, "session_id"),
         until=until,

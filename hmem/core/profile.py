@@ -183,7 +183,8 @@ def check_confidence(value: object, field_name: str = "confidence") -> float:
     """A confidence in ``[0, 1]`` as a float, or :class:`InvalidInput`."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput(f"{field_name} must be a number in [0, 1], got {type(value).__name__}", field=field_name)
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+    # Compare before math.isfinite: a huge int (10**400) would make it raise OverflowError.
+    if not 0 <= value <= 1 or not math.isfinite(value):
         raise InvalidInput(f"{field_name} must be in [0, 1], got {value!r}", field=field_name)
     return float(value)
 

@@ -5,6 +5,9 @@ Pure functions on values. Three policies share one set of rules:
 * **message** keeps at most the last ``max_messages`` messages;
 * **token** evicts the oldest messages until the kept list counts at most ``budget``
   tokens (``tokenizer.count_messages``, per-message overhead included);
+  each message is counted once (``count_message``) and lists are costed by prefix
+  sums, relying on the :class:`~hmem.protocols.Tokenizer` contract
+  ``count_messages(ms) == sum(count_message(m) for m in ms) + count_messages([])``;
 * **hybrid** waits until the buffer passes ``threshold × budget`` (and holds at least
   ``min_messages`` messages), then evicts one oldest block down to ``target × budget``.
   Its ``evicted`` list is the block *to be summarized, oldest first*.
@@ -48,6 +51,14 @@ __all__ = ["WindowResult", "hybrid_window", "message_window", "token_window"]
 _PINNED_ROLES = frozenset({"system", "developer"})
 
 
+def _finite(value: float) -> bool:
+    """math.isfinite that says False for an int too large for a float (it would raise)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 @dataclass(frozen=True)
 class WindowResult:
     """The outcome of a window policy; both lists keep the input order.
@@ -79,8 +90,20 @@ class _Plan:
             target.extend(self.messages[i] for i in indices)
         return WindowResult(kept=kept, evicted=evicted)
 
-    def kept(self, evict_count: int) -> list[Message]:
-        return self.result(evict_count).kept
+    def costs(self, cost: Callable[[Message], int], base: int = 0) -> list[int]:
+        """``totals[e]``: what the kept list costs after evicting ``e`` groups.
+
+        ``base`` plus the per-message ``cost`` of every protected message and of the
+        evictable groups from rank ``e`` on (orphans never count: they always go).
+        Each message is costed once, so a policy is O(n) in the buffer, not O(n log n)
+        recounts of whole lists.
+        """
+        group_cost = [sum(cost(self.messages[i]) for i in self.groups[g]) for g in self.evictable]
+        fixed = base + sum(cost(self.messages[i]) for g in self.protected for i in self.groups[g])
+        totals = [fixed] * (len(group_cost) + 1)
+        for rank in range(len(group_cost) - 1, -1, -1):
+            totals[rank] = totals[rank + 1] + group_cost[rank]
+        return totals
 
 
 def _coerce(messages: object) -> list[Message]:
@@ -108,7 +131,7 @@ def _check_count(value: object, field_name: str) -> int:
 
 
 def _check_fraction(value: object, field_name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
         raise InvalidInput(f"{field_name} must be a finite number", field=field_name)
     if not 0 < value <= 1:
         raise InvalidInput(f"{field_name} must be in (0, 1], got {value}", field=field_name)
@@ -135,7 +158,10 @@ def _cutoff(max_age: object, now: object) -> datetime | None:
         raise InvalidInput(f"max_age must not be negative, got {max_age}", field="max_age")
     # Reading the clock is the one impurity, and only when the caller gave no `now`.
     moment = utcnow() if now is None else as_datetime(now, "now")
-    return moment - max_age
+    try:
+        return moment - max_age
+    except OverflowError:  # the cutoff lies before year 1: nothing can be that old
+        return None
 
 
 def _plan(messages: list[Message], cutoff: datetime | None) -> tuple[_Plan, int]:
@@ -168,23 +194,22 @@ def _plan(messages: list[Message], cutoff: datetime | None) -> tuple[_Plan, int]
     return _Plan(messages, groups, protected, evictable, orphans), forced
 
 
-def _fewest_evictions(plan: _Plan, start: int, fits: Callable[[list[Message]], bool]) -> int:
-    """The smallest eviction count >= ``start`` whose kept list ``fits``.
+def _fewest_evictions(totals: list[int], start: int, limit: float) -> int:
+    """The smallest eviction count >= ``start`` whose kept cost ``totals[e] <= limit``.
 
-    Binary search (token counts only shrink as groups leave); when nothing fits, all
-    evictable groups go and exactly the protected messages remain.
+    ``totals`` only shrinks as groups leave; when nothing fits, all evictable groups
+    go and exactly the protected messages remain.
     """
-    total = len(plan.evictable)
-    if fits(plan.kept(start)):
-        return start
-    low, high = start + 1, total  # invariant: answer in [low, high]; high is the fallback
-    while low < high:
-        middle = (low + high) // 2
-        if fits(plan.kept(middle)):
-            high = middle
-        else:
-            low = middle + 1
-    return high
+    last = len(totals) - 1
+    for count in range(start, last):
+        if totals[count] <= limit:
+            return count
+    return last
+
+
+def _token_costs(plan: _Plan, counter: Tokenizer) -> list[int]:
+    # The Tokenizer contract: count_messages(ms) == sum(count_message(m)) + count_messages([]).
+    return plan.costs(counter.count_message, counter.count_messages([]))
 
 
 def message_window(
@@ -209,7 +234,7 @@ def message_window(
     items = _coerce(messages)
     limit = _check_count(max_messages, "max_messages")
     plan, forced = _plan(items, _cutoff(max_age, now))
-    count = _fewest_evictions(plan, forced, lambda kept: len(kept) <= limit)
+    count = _fewest_evictions(plan.costs(lambda _: 1), forced, limit)
     return plan.result(count)
 
 
@@ -236,7 +261,7 @@ def token_window(
     counter = _check_tokenizer(tokenizer)
     limit = _check_count(budget, "budget")
     plan, forced = _plan(items, _cutoff(max_age, now))
-    count = _fewest_evictions(plan, forced, lambda kept: counter.count_messages(kept) <= limit)
+    count = _fewest_evictions(_token_costs(plan, counter), forced, limit)
     return plan.result(count)
 
 
@@ -280,12 +305,12 @@ def hybrid_window(
         raise InvalidInput(f"target ({low}) must not exceed threshold ({high})", field="target")
     floor = _check_count(min_messages, "min_messages")
     plan, forced = _plan(items, _cutoff(max_age, now))
-    current = plan.kept(forced)
-    tokens = counter.count_messages(current)
-    if len(current) >= floor and tokens > high * limit:
-        count = _fewest_evictions(plan, forced, lambda kept: counter.count_messages(kept) <= low * limit)
+    totals = _token_costs(plan, counter)
+    tokens = totals[forced]
+    if plan.costs(lambda _: 1)[forced] >= floor and tokens > high * limit:
+        count = _fewest_evictions(totals, forced, low * limit)
     elif tokens > limit:
-        count = _fewest_evictions(plan, forced, lambda kept: counter.count_messages(kept) <= limit)
+        count = _fewest_evictions(totals, forced, limit)
     else:
         count = forced
     return plan.result(count)

@@ -8,6 +8,10 @@ negations ("I don't live in Paris", "我不住在北京") never reach a verb. A 
 sentence is skipped when it is a question, a hypothetical, a wish / plan, or
 reported speech. What the rules deliberately miss is listed in ``docs/profile.md``.
 
+Likes/dislikes take noun phrases and gerunds ("I love hiking"); "I like to <verb>"
+counts only for a clear hobby verb and is stored as the activity ("I like to swim" →
+``swimming``), so "I like to look out" or "I hate to bother you" change nothing.
+
 Pure: text in, :class:`Found` tuples out. :mod:`hmem.extract.profile` wraps them.
 
 Example::
@@ -116,15 +120,19 @@ _ANIMALS_EN = (
     "horse|bird|snake|lizard|ferret|gecko|chinchilla"
 )
 _ANIMALS_ZH = "小狗|小猫|狗|猫|兔子|仓鼠|鹦鹉|金鱼|乌龟|鸟|马|蛇|蜥蜴|龙猫"
-_NOT_PLACES_ZH = ("这里", "那里", "这儿", "那儿", "附近", "家里", "宿舍", "酒店", "宾馆", "医院", "学校", "公司", "隔壁")  # fmt: skip
+_NOT_PLACES_ZH = ("这里", "那里", "这儿", "那儿", "附近", "家里", "宿舍", "酒店", "宾馆", "医院", "学校", "公司", "隔壁",
+                  "旁边", "对面", "楼上", "楼下")  # fmt: skip
 _PRONOUN_OBJ = re.compile(
     r"^(?:it|that|this|these|those|you|him|her|them|me|us|my|your|his|their|what|how|when|where|which|who|"
+    r"yours|mine|ours|theirs|hers|its|"
     r"the (?:idea|way|fact)|to (?:think|say|know|believe|hear|see|point out|add|mention))\b",
     re.IGNORECASE,
 )
 _ZH_PRONOUN_OBJ = re.compile(r"^(?:你|您|他|她|它|这|那|我|的|哪|谁|什么|人是|一)")
 _TRAILING_FILLER = re.compile(
-    r"\s+(?:a lot|very much|so much|too|as well|anymore|either|though|now|these days|at all)$", re.IGNORECASE
+    r"\s+(?:a lot|very much|so much|too|as well|anymore|either|though|now|these days|at all|sometimes|"
+    r"on (?:the )?weekends?|at the weekend|in my (?:free|spare) time|every (?:day|morning|evening|week))$",
+    re.IGNORECASE
 )
 _LIST_SPLIT = re.compile(r"\s*(?:,|\band\b|\bor\b|和|、|跟|与|还有|以及)\s*")
 _NOT_NAMES = (
@@ -147,13 +155,16 @@ def _clean(text: str) -> str:
     return text.strip().strip(".,;:!'\"’“”").strip()
 
 
-def _items(raw: str, *, max_words: int = 6) -> tuple[str, ...] | None:
-    """List items of an object phrase, or None when any item looks like a pronoun/clause."""
+def _items(raw: str, *, max_words: int = 6, infinitives: bool = True) -> tuple[str, ...] | None:
+    """List items of an object phrase, or None when any item looks like a pronoun/clause
+    (or, with ``infinitives=False``, a "to <verb>" phrase)."""
     text = _TRAILING_FILLER.sub("", _clean(raw))
     out: list[str] = []
     for part in _LIST_SPLIT.split(text):
         raw_item = _clean(part)
         if _PRONOUN_OBJ.match(raw_item) or _ZH_PRONOUN_OBJ.match(raw_item):
+            return None
+        if not infinitives and re.match(r"to\s", raw_item, re.IGNORECASE):
             return None
         item = re.sub(r"^to\s+", "", raw_item).rstrip("了啊呀吧的")
         if not item:
@@ -209,7 +220,8 @@ def _text(key: str, confidence: float, *, min_len: int = 1) -> Builder:
 def _place(key: str, confidence: float) -> Builder:
     def build(m: re.Match[str]) -> list[Found]:
         value = _clean(m.group("v"))
-        if len(value) < 2 or value.startswith(("一", "这", "那", "哪")) or value in _NOT_PLACES_ZH:
+        # "公司附近" (near the office), "学校旁边": a spot relative to something, not a place name
+        if len(value) < 2 or value.startswith(("一", "这", "那", "哪")) or any(w in value for w in _NOT_PLACES_ZH):
             return []
         return [Found(key, value, confidence, "set", m.group(0))]
 
@@ -219,6 +231,55 @@ def _place(key: str, confidence: float) -> Builder:
 def _list(key: str, confidence: float) -> Builder:
     def build(m: re.Match[str]) -> list[Found]:
         items = _items(m.group("v"))
+        return [Found(key, items, confidence, "set", m.group(0), merge=True)] if items else []
+
+    return build
+
+
+#: "I like to <verb>" counts only for these hobby verbs, stored as the activity
+#: ("I like to swim" → swimming, the same item as "I like swimming"). Any other
+#: infinitive ("I like to look out", "I hate to bother you", "I like to keep things
+#: simple") is a habit, a politeness formula or a clause, not an object of liking.
+_HOBBY_VERBS = {
+    "swim": "swimming", "hike": "hiking", "paint": "painting", "draw": "drawing", "cook": "cooking",
+    "bake": "baking", "read": "reading", "run": "running", "jog": "jogging", "dance": "dancing",
+    "sing": "singing", "travel": "traveling", "ski": "skiing", "snowboard": "snowboarding", "surf": "surfing",
+    "skate": "skating", "climb": "climbing", "cycle": "cycling", "bike": "biking", "knit": "knitting",
+    "sew": "sewing", "garden": "gardening", "fish": "fishing", "write": "writing", "camp": "camping",
+    "sail": "sailing", "dive": "diving", "golf": "golfing", "row": "rowing", "box": "boxing",
+    "meditate": "meditating", "kayak": "kayaking", "photograph": "photography", "blog": "blogging",
+}  # fmt: skip
+_PLAYABLE = re.compile(
+    r"play (?P<what>(?:the )?(?:chess|tennis|football|soccer|basketball|badminton|volleyball|golf|piano|guitar|"
+    r"violin|cello|drums|video games|board games|table tennis|ping pong))$",
+    re.IGNORECASE,
+)
+
+
+def _activities(raw: str) -> tuple[str, ...] | None:
+    """"swim and hike" → ("swimming", "hiking"); None unless every item is a hobby."""
+    out: list[str] = []
+    for part in _LIST_SPLIT.split(_TRAILING_FILLER.sub("", _clean(raw))):
+        item = re.sub(r"^to\s+", "", _clean(part), flags=re.IGNORECASE)
+        if not item:
+            continue
+        played = _PLAYABLE.match(item)
+        activity = f"playing {played.group('what').lower()}" if played else _HOBBY_VERBS.get(item.lower())
+        if activity is None:
+            return None
+        if activity not in out:
+            out.append(activity)
+    return tuple(out) or None
+
+
+def _affinity(key: str, confidence: float) -> Builder:
+    """likes / dislikes: noun phrases and gerunds ("tea", "hiking"); "to <verb>" only
+    for a clear hobby (see :data:`_HOBBY_VERBS`)."""
+
+    def build(m: re.Match[str]) -> list[Found]:
+        obj = _clean(m.group("v"))
+        infinitive = re.match(r"to\s", obj, re.IGNORECASE) is not None
+        items = _activities(obj) if infinitive else _items(obj, infinitives=False)
         return [Found(key, items, confidence, "set", m.group(0), merge=True)] if items else []
 
     return build
@@ -239,10 +300,36 @@ _NOT_NAMES_ZH = ("外卖", "快递", "出租车", "车", "醒", "人", "好")
 
 def _zh_name(m: re.Match[str]) -> list[Found]:
     name = _clean(m.group("v"))
-    # "我叫外卖了" (I ordered takeout) is not a name: names don't end in particles
-    if name.endswith(("了", "啦", "吧", "呢", "啊", "呀", "的")) or name.startswith(_NOT_NAMES_ZH):
+    # "我叫外卖了" / "我叫了外卖" (I ordered takeout) is not a name: names don't start or end in particles
+    if name.endswith(("了", "啦", "吧", "呢", "啊", "呀", "的")) or name.startswith(("了", *_NOT_NAMES_ZH)):
         return []
     return [Found("name", name, 0.9, "set", m.group(0))]
+
+
+_WORK_AS_CUT = re.compile(
+    r"\s+(?=(?:at|for|in|with|on|from|since|during|and|but|who|which|that|because|while)\b)", re.IGNORECASE
+)
+_WORK_AS_EMPLOYER = re.compile(r"(?:at|for) " + _PN + r"(?:\s+(?:in|since|for|from)\b.*)?$")
+
+
+def _work_as(m: re.Match[str]) -> list[Found]:
+    """"I work as a UX designer at a fintech in Manchester" → occupation "UX designer"
+    (no employer: "a fintech" is not a name). The job is the words before the first
+    preposition/conjunction, and must come with "a/an" or end in a known job noun
+    ("I work as hard as I can" is no job)."""
+    job, *rest = _WORK_AS_CUT.split(_clean(m.group("v")), maxsplit=1)
+    article = re.match(r"an?\s+", job, re.IGNORECASE)
+    job = job[article.end():] if article else job
+    words = job.split()
+    if not words or len(words) > 4 or not all(re.fullmatch(r"[A-Za-z][A-Za-z-]*", w) for w in words):
+        return []
+    if article is None and not re.fullmatch(rf"(?:{_JOBS_EN})s?", words[-1], re.IGNORECASE):
+        return []
+    out = [Found("occupation", job, 0.85, "set", m.group(0))]
+    employer = _WORK_AS_EMPLOYER.match(rest[0]) if rest else None
+    if employer:
+        out.append(Found("employer", _clean(employer.group("v")), 0.8, "set", m.group(0)))
+    return out
 
 
 def _job(m: re.Match[str]) -> list[Found]:
@@ -348,8 +435,7 @@ RULES: tuple[Rule, ...] = (
     Rule("zh_from", _zh(rf"(?:来自|是从)(?P<v>[{_CJK}A-Za-z]{{2,12}}?)(?:来的)?$"), _place("hometown", 0.85)),
     Rule("zh_hometown", _zh(rf"我的?老家(?:是|在)(?P<v>[{_CJK}A-Za-z]{{2,12}}?)$", mine=True), _place("hometown", 0.9)),
     # occupation / employer
-    Rule("en_work_as", _en(r"i " + _EN_ADV + r"(?:work|am working|'m working) as (?P<v>(?:an? )?[a-z][a-z -]{1,40}?)"
-                           r"(?: (?:at|for) " + _PN.replace("<v>", "<emp>") + r")?" + _END), _job),
+    Rule("en_work_as", _en(r"i " + _EN_ADV + r"(?:work|am working|'m working) as " + _EN_OBJ), _work_as),
     Rule("en_by_profession", _en(r"(?:i'm|i am) (?P<v>an? [a-z][a-z -]{1,40}?) by (?:profession|trade)" + _END), _job),
     Rule("en_im_a_job", _en(rf"(?:i'm|i am) (?P<v>an? (?:[a-z-]+ ){{0,3}}(?:{_JOBS_EN}))" + _END), _job),
     Rule("en_work_at", _en(r"i " + _EN_ADV + r"(?:work|am working|'m working) (?:at|for) " + _PN + _END),
@@ -359,16 +445,16 @@ RULES: tuple[Rule, ...] = (
     Rule("zh_employer", _zh(rf"在(?P<v>[{_CJK}A-Za-z0-9&. ]{{2,20}}?)(?:工作|上班|任职){_ZH_END}"), _zh_employer),
     # likes / dislikes / preferences / favourites
     Rule("en_prefer", _en(r"i " + _EN_ADV + r"prefer " + _EN_OBJ), _list("preferences", 0.8)),
-    Rule("en_like", _en(r"i " + _EN_ADV + r"(?:love|like|enjoy|adore) " + _EN_OBJ), _list("likes", 0.75)),
+    Rule("en_like", _en(r"i " + _EN_ADV + r"(?:love|like|enjoy|adore) " + _EN_OBJ), _affinity("likes", 0.75)),
     Rule("en_fan", _en(r"(?:i'm|i am) " + _EN_ADV + r"(?:a (?:big |huge )?fan of|into|fond of|passionate about) "
                        + _EN_OBJ), _list("likes", 0.7)),
     Rule("en_dislike", _en(r"i " + _EN_ADV + r"(?:don't|do not) (?:really )?(?:like|enjoy) " + _EN_OBJ),
-         _list("dislikes", 0.75)),
+         _affinity("dislikes", 0.75)),
     Rule("en_hate", _en(r"i " + _EN_ADV + r"(?:hate|dislike|detest|can't stand|cannot stand) " + _EN_OBJ),
-         _list("dislikes", 0.75)),
+         _affinity("dislikes", 0.75)),
     Rule("en_favorite", _en(r"my (?:favou?rite) (?P<k>[a-z]+(?: [a-z]+)?) is (?P<v>[^,;.!?]{1,60})$"), _favorite),
     Rule("zh_prefer", _zh(r"(?:更喜欢|更爱|偏爱|偏好)" + _ZH_OBJ), _list("preferences", 0.8)),
-    Rule("zh_like", _zh(r"(?:喜欢上了|爱上了|喜欢|爱(?![人上])|热爱|喜爱)" + _ZH_OBJ), _list("likes", 0.75)),
+    Rule("zh_like", _zh(r"(?:喜欢上了|爱上了|喜欢|爱(?![人上死])|热爱|喜爱)" + _ZH_OBJ), _list("likes", 0.75)),
     Rule("zh_dislike", _zh(r"(?:不喜欢|不太喜欢|不爱|讨厌|厌恶|受不了)" + _ZH_OBJ), _list("dislikes", 0.75)),
     Rule("zh_favorite", _zh(rf"我最喜欢的(?P<k>[{_CJK}]{{1,4}})是(?P<v>[^，。！？,.!?]{{1,15}}?){_ZH_END}", mine=True),
          _favorite),

@@ -237,6 +237,36 @@ def test_count_messages_is_sum_of_messages_plus_primer(model: str) -> None:
     assert tok.count_message(two) > tok.count_message(one)
 
 
+_PIECE = st.text(alphabet=st.sampled_from(list("ab cd 12 你好世界 🐼👍🏽 .,!{}\"\n<|>")), max_size=40)
+
+
+@st.composite
+def _chat(draw: st.DrawFn) -> list[Message]:
+    out: list[Message] = []
+    for i in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["system", "user", "assistant", "calls"]))
+        if kind == "calls":
+            ids = [f"c{i}_{j}" for j in range(draw(st.integers(1, 3)))]
+            calls = tuple(ToolCall(id=c, name=draw(st.sampled_from(["f", "get_weather"])), arguments=draw(_PIECE))
+                          for c in ids)
+            out.append(Message(role="assistant", content=draw(st.none() | _PIECE), tool_calls=calls))
+            out.extend(Message(role="tool", content=draw(_PIECE), tool_call_id=c) for c in ids)
+        else:
+            out.append(Message(role=kind, content=draw(_PIECE),  # type: ignore[arg-type]
+                               name=draw(st.none() | st.sampled_from(["bob", "李雷"]))))
+    return out
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "claude-3-5-sonnet", "some-unknown-model"])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(messages=_chat())
+def test_message_counts_are_additive_the_tokenizer_contract(model: str, messages: list[Message]) -> None:
+    # hmem.protocols.Tokenizer promises this; the window policies and the assembler cost
+    # lists by summing per-message counts, so a tokenizer breaking it could overrun a budget.
+    tok = get_tokenizer(model)
+    assert tok.count_messages(messages) == sum(tok.count_message(m) for m in messages) + tok.count_messages([])
+
+
 def test_tokenizers_are_cached_per_encoding() -> None:
     assert get_tokenizer("gpt-4o") is get_tokenizer("gpt-4.1-mini") is get_tokenizer("o200k_base")
     assert get_tokenizer("gpt-4") is get_tokenizer("text-embedding-3-large")

@@ -375,3 +375,11 @@ def test_bad_arguments_raise_invalid_input_naming_the_field(field: str, call: ob
 def test_openai_dicts_are_accepted() -> None:
     result = message_window([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}], 1)
     assert [m.content for m in result.kept] == ["b"]
+
+
+def test_a_max_age_reaching_before_year_one_expires_nothing() -> None:
+    # now - max_age would overflow datetime: no message can be older than that cutoff.
+    msgs = [user("a", 0), assistant("b", 1), user("c", 2)]
+    for max_age in (timedelta.max, timedelta(days=800_000)):
+        assert message_window(msgs, 100, max_age=max_age, now=T0).kept == msgs
+        assert token_window(msgs, TOKENIZERS[0], 10_000, max_age=max_age).kept == msgs

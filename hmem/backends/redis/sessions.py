@@ -186,7 +186,7 @@ class RedisSessionStore:
         if replies[0] is None:
             return SessionState((), 0)
         bodies = replies[1] if n != 0 else []
-        return SessionState(tuple(Message.from_json(b) for b in bodies), int(replies[0]))
+        return SessionState(tuple(Message._from_storage(b) for b in bodies), int(replies[0]))  # our own rows
 
     def replace(self, user_id: str, session_id: str, messages: Iterable[Message], expected_version: int) -> int:
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")

@@ -156,7 +156,7 @@ class SqliteSessionStore:
                     bodies.reverse()
             finally:
                 conn.execute("COMMIT")
-        return SessionState(tuple(Message.from_json(b) for b in bodies), int(row[0]))
+        return SessionState(tuple(Message._from_storage(b) for b in bodies), int(row[0]))  # our own rows
 
     def replace(self, user_id: str, session_id: str, messages: Iterable[Message], expected_version: int) -> int:
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")

@@ -1,0 +1,93 @@
+"""Validation of long-term store arguments against overflow: user numbers and dates that
+would make ``timedelta``/``datetime`` raise OverflowError must be InvalidInput naming the
+field (found by the HTTP fuzzer: ``recency_half_life=1e300``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from hmem.core.longterm_args import check_entries, check_forget_filter, check_recall_args
+from hmem.errors import InvalidInput
+from hmem.types import Message, as_datetime
+
+HUGE_NUMBERS: list[Any] = [1e300, -1e300, float("inf"), float("-inf"), float("nan"), 10**400, -(10**400), 1e20]
+BAD_DATES: list[Any] = [
+    *HUGE_NUMBERS,
+    "0001-01-01T00:00:00+05:00",  # before year 1 once converted to UTC
+    "9999-12-31T23:00:00-05:00",  # after year 9999 in UTC
+    datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=3))),
+]
+
+
+def short(value: Any) -> str:
+    return repr(value)[:28]
+
+
+def recall(**overrides: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "k": 5, "kinds": None, "session_id": None, "since": None, "until": None, "metadata": None,
+        "fusion": "rrf", "recency_half_life": None, "importance_weight": 0.0, "mmr_lambda": None,
+    }
+    return check_recall_args("u1", "query", **{**args, **overrides})
+
+
+@pytest.mark.parametrize("value", [*HUGE_NUMBERS, 0, -5, 1e-9, timedelta(0), "7d", True], ids=short)
+def test_recency_half_life_out_of_range_is_invalid_input(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        recall(recency_half_life=value)
+    assert info.value.field == "recency_half_life"
+
+
+def test_recency_half_life_in_range_is_accepted() -> None:
+    assert recall(recency_half_life=86_400)["half_life"] == timedelta(days=1)
+    assert recall(recency_half_life=timedelta.max)["half_life"] == timedelta.max
+    assert recall(recency_half_life=8.6e13)["half_life"] == timedelta(seconds=8.6e13)  # ~2.7 million years
+
+
+@pytest.mark.parametrize("field", ["since", "until"])
+@pytest.mark.parametrize("value", BAD_DATES, ids=short)
+def test_since_until_out_of_range_are_invalid_input(field: str, value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        recall(**{field: value})
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("value", [10**400, float("nan"), float("inf")], ids=short)
+def test_importance_weight_too_large_or_not_finite_is_invalid_input(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        recall(importance_weight=value)
+    assert info.value.field == "importance_weight"
+
+
+@pytest.mark.parametrize("value", [*BAD_DATES, datetime(1, 1, 1, tzinfo=UTC), "0001-01-01T00:00:00Z"], ids=short)
+def test_forget_before_out_of_range_is_invalid_input(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        check_forget_filter(None, None, None, value, False)
+    assert info.value.field == "before"
+
+
+def test_forget_before_at_the_extremes_that_exist() -> None:
+    flt = check_forget_filter(None, None, None, datetime(1, 1, 1, 0, 0, 0, 1, tzinfo=UTC), False)
+    assert flt is not None and flt.until == datetime(1, 1, 1, tzinfo=UTC)
+    flt = check_forget_filter(None, None, None, "9999-12-31T23:59:59.999999+00:00", False)
+    assert flt is not None and flt.until == datetime(9999, 12, 31, 23, 59, 59, 999998, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("value", BAD_DATES, ids=short)
+def test_entry_created_at_out_of_range_is_invalid_input(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        check_entries(["good", {"text": "x", "created_at": value}])
+    assert info.value.field == "entries[1].created_at"
+
+
+@pytest.mark.parametrize("value", BAD_DATES, ids=short)
+def test_as_datetime_and_message_created_at_never_overflow(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        as_datetime(value, "when")
+    assert info.value.field == "when"
+    with pytest.raises(InvalidInput) as info:
+        Message.from_openai({"role": "user", "content": "hi", "created_at": value})
+    assert info.value.field == "created_at"
