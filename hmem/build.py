@@ -27,7 +27,17 @@ from hmem.extract.facts import LLMFactExtractor, OfflineFactExtractor
 from hmem.extract.profile import LLMProfileExtractor, OfflineProfileExtractor
 from hmem.longterm import LongTermStore
 from hmem.memory import Memory, MemoryOptions
-from hmem.protocols import LLM, Embedder, ProfileStore, SessionStore, SummaryStore, Tokenizer, VectorIndex
+from hmem.protocols import (
+    LLM,
+    Embedder,
+    ItemStore,
+    LexicalIndex,
+    ProfileStore,
+    SessionStore,
+    SummaryStore,
+    Tokenizer,
+    VectorIndex,
+)
 from hmem.summarizer import Summarizer
 from hmem.tokens import get_tokenizer
 from hmem.types import Message
@@ -49,27 +59,22 @@ def build_memory(
     """Compose a :class:`Memory` from ``settings``. ``embedder``, ``llm`` and
     ``vectors`` may be passed to share a loaded model or a client across instances."""
     from hmem.backends.sqlite.db import SqliteDatabase
-    from hmem.backends.sqlite.items import SqliteItemStore
-    from hmem.backends.sqlite.lexical import SqliteLexicalIndex
     from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
 
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
     try:
-        sessions, summaries, profile = _tier_stores(settings, db, closers)
+        opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
+        sessions, summaries, profile = _tier_stores(settings, db, closers, opened)
+        items, lexical = _item_stores(settings, db, closers, opened)
     except BaseException:
         db.close()  # e.g. Redis unreachable: leave nothing open behind the error
         raise
 
     inner = embedder or build_embedder(settings)
     cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
-    longterm = LongTermStore(
-        SqliteItemStore(db),
-        vectors or build_vectors(settings, data_dir),
-        SqliteLexicalIndex(db),
-        cached,
-    )
+    longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
     summarizer = Summarizer(
@@ -110,7 +115,7 @@ def _archive(longterm: LongTermStore, user_id: str, session_id: str, turns: list
 
 
 def _tier_stores(
-    settings: Settings, db: Any, closers: list[Callable[[], None]]
+    settings: Settings, db: Any, closers: list[Callable[[], None]], opened: dict[str, Any] | None = None
 ) -> tuple[SessionStore, SummaryStore, ProfileStore]:
     from hmem.backends.memory.profile import MemoryProfileStore
     from hmem.backends.memory.sessions import MemorySessionStore
@@ -119,7 +124,7 @@ def _tier_stores(
     from hmem.backends.sqlite.sessions import SqliteSessionStore
     from hmem.backends.sqlite.summaries import SqliteSummaryStore
 
-    redis_stores: dict[str, Any] = {}
+    redis_stores: dict[str, Any] = {} if opened is None else opened
 
     def redis_for(url: str) -> Any:
         if url not in redis_stores:
@@ -161,6 +166,45 @@ def _tier_stores(
     else:
         profile = redis_for(settings.profile).profile
     return sessions, summaries, profile
+
+
+def _item_stores(
+    settings: Settings, db: Any, closers: list[Callable[[], None]], opened: dict[str, Any]
+) -> tuple[ItemStore, LexicalIndex]:
+    """The long-term item store and its BM25 index: both in the local SQLite file, both
+    in memory, or items in Redis (shared by every instance) + a per-instance BM25 cache
+    kept current by the items' change counter (docs/longterm.md, "Several app instances")."""
+    from hmem.backends.memory.items import MemoryItemStore
+    from hmem.backends.memory.lexical import MemoryLexicalIndex
+    from hmem.backends.sqlite.items import SqliteItemStore
+    from hmem.backends.sqlite.lexical import SqliteLexicalIndex
+
+    if settings.items == "sqlite":
+        return SqliteItemStore(db), SqliteLexicalIndex(db)
+    if settings.items == "memory":
+        return MemoryItemStore(), MemoryLexicalIndex()
+    from hmem.backends.redis.client import connect_redis, mask_url, warn_fallback
+    from hmem.backends.redis.items import RedisItemStore
+    from hmem.backends.shared_lexical import SharedLexicalIndex
+    from hmem.errors import BackendUnavailable
+
+    tiers = opened.get(settings.items)  # the sessions' Redis too: reuse its pool (or its fallback)
+    if tiers is not None:
+        if tiers.client is None:  # that Redis was unreachable and the fallback already warned
+            return MemoryItemStore(), MemoryLexicalIndex()
+        client = tiers.client
+    else:
+        try:
+            client = connect_redis(settings.items, socket_timeout=settings.redis_timeout_s,
+                                   socket_connect_timeout=min(2.0, settings.redis_timeout_s))
+        except BackendUnavailable as exc:
+            if not settings.redis_fallback_to_memory:
+                raise
+            warn_fallback(mask_url(settings.items), exc)
+            return MemoryItemStore(), MemoryLexicalIndex()
+        closers.append(client.close)
+    store = RedisItemStore(client, prefix=settings.redis_prefix)
+    return store, SharedLexicalIndex(store)
 
 
 def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[Message]], Any]:

@@ -50,6 +50,9 @@ class Settings:
     Store selectors (``sessions``, ``summaries``, ``profile``) take ``"sqlite"``
     (embedded default, file in ``data_dir``), ``"memory"`` (lost on exit) or a
     ``redis://`` URL. ``redis_url`` sets all three at once unless one is given.
+    ``items`` (the long-term item store, with its BM25 index) takes the same values
+    and follows ``redis_url`` too: a ``redis://`` URL shares facts and archived turns
+    between app instances on different hosts (docs/longterm.md, "Several app instances").
     ``vectors`` takes ``"chroma"`` (embedded ``PersistentClient`` in ``data_dir``),
     ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
     """
@@ -58,6 +61,7 @@ class Settings:
     sessions: str = "sqlite"
     summaries: str = "sqlite"
     profile: str = "sqlite"
+    items: str = "sqlite"
     redis_url: str | None = None
     redis_prefix: str = "hmem"
     redis_fallback_to_memory: bool = False
@@ -91,7 +95,7 @@ class Settings:
     max_body_bytes: int = 4 * 1024 * 1024  # HTTP request body limit of `hmem serve`
 
     def __post_init__(self) -> None:
-        for name in ("sessions", "summaries", "profile"):
+        for name in ("sessions", "summaries", "profile", "items"):
             value = getattr(self, name)
             if value not in ("sqlite", "memory") and not value.startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigError(
@@ -137,7 +141,7 @@ class Settings:
         """Read an optional TOML file (``file`` or ``HMEM_CONFIG``; keys as below, top
         level or under ``[hmem]``), then ``HMEM_*`` variables (default: ``os.environ``),
         then keyword overrides. ``redis_url`` becomes the selector of every store
-        (sessions, summaries, profile) that was not set explicitly."""
+        (sessions, summaries, profile, items) that was not set explicitly."""
         env = dict(os.environ if env is None else env)
         values: dict[str, Any] = {}
         config_file = file or env.get("HMEM_CONFIG")
@@ -154,7 +158,7 @@ class Settings:
             raise ConfigError(f"unknown setting(s): {sorted(unknown)}; see hmem.config.Settings for the list")
         converted = {name: _convert(name, hints[name], value) for name, value in values.items()}
         if converted.get("redis_url"):
-            for store in ("sessions", "summaries", "profile"):
+            for store in ("sessions", "summaries", "profile", "items"):
                 converted.setdefault(store, converted["redis_url"])
         return cls(**converted)
 

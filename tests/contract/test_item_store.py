@@ -1,5 +1,6 @@
-"""Contract of hmem.protocols.ItemStore over the in-memory reference and SQLite
-(in-memory database and a WAL file)."""
+"""Contract of hmem.protocols.ItemStore over the in-memory reference, SQLite
+(in-memory database and a WAL file) and Redis (the real server, a random key prefix
+per test)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.items import MemoryItemStore
+from hmem.backends.redis.items import RedisItemStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
 from hmem.errors import InvalidInput
@@ -21,10 +24,14 @@ from hmem.types import MemoryItem
 T0 = datetime(2024, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
-@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file"])
+@pytest.fixture(params=["memory", "sqlite-memory", "sqlite-file", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ItemStore]:
     if request.param == "memory":
         yield MemoryItemStore()
+        return
+    if request.param == "redis":
+        with redis_client_prefix() as (client, prefix):
+            yield RedisItemStore(client, prefix=prefix)
         return
     db = SqliteDatabase(":memory:" if request.param == "sqlite-memory" else tmp_path / "hmem.db")
     yield SqliteItemStore(db)

@@ -75,3 +75,28 @@ class KeySpace:
     def profile_keys(self, user_id: str) -> str:
         """SET of every profile key that has history (for delete_user)."""
         return f"{self.user(user_id)}:p:keys"
+
+    # long-term items (hmem.backends.redis.items)
+    def items(self, user_id: str) -> str:
+        """HASH item id -> item JSON."""
+        return f"{self.user(user_id)}:it"
+
+    def item_index(self, user_id: str) -> str:
+        """HASH item id -> ``<dedup member>\\n<source member>`` (what to unindex on delete)."""
+        return f"{self.user(user_id)}:it:ix"
+
+    def item_dedup(self, user_id: str) -> str:
+        """ZSET (all scores 0) of ``<kind>\\x1f<dedup key>\\x1f<id>``, searched by lex range."""
+        return f"{self.user(user_id)}:it:dk"
+
+    def item_sources(self, user_id: str) -> str:
+        """ZSET (all scores 0) of ``<source message id>\\x1f<id>``, searched by lex range."""
+        return f"{self.user(user_id)}:it:src"
+
+    def item_generation(self, user_id: str) -> str:
+        """HASH ``g`` change counter, ``b`` oldest generation the change log covers."""
+        return f"{self.user(user_id)}:it:gen"
+
+    def item_changes(self, user_id: str) -> str:
+        """ZSET ``<gen>:<id>`` scored by the generation that changed the item (bounded log)."""
+        return f"{self.user(user_id)}:it:log"
