@@ -59,27 +59,49 @@ def build_memory(
     """Compose a :class:`Memory` from ``settings``. ``embedder``, ``llm`` and
     ``vectors`` may be passed to share a loaded model or a client across instances."""
     from hmem.backends.sqlite.db import SqliteDatabase
-    from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
 
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
     try:
-        opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
-        sessions, summaries, profile = _tier_stores(settings, db, closers, opened)
-        items, lexical = _item_stores(settings, db, closers, opened)
+        return _compose(settings, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
     except BaseException:
-        db.close()  # e.g. Redis unreachable: leave nothing open behind the error
+        # e.g. Redis unreachable, a bad Chroma URL, an invalid setting found late: leave
+        # nothing open behind the error (pools, the SQLite file), newest first.
+        for closer in reversed(closers):
+            try:
+                closer()
+            except Exception:  # the original error is the one to report
+                log.exception("error while closing a backend after a failed build")
+        db.close()
         raise
+
+
+def _compose(
+    settings: Settings,
+    db: Any,
+    data_dir: Path,
+    closers: list[Callable[[], None]],
+    *,
+    embedder: Embedder | None,
+    llm: LLM | None,
+    vectors: VectorIndex | None,
+) -> Memory:
+    from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
+
+    opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
+    sessions, summaries, profile = _tier_stores(settings, db, closers, opened)
+    items, lexical = _item_stores(settings, db, closers, opened)
 
     inner = embedder or build_embedder(settings)
     cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
     longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
-    summarizer = Summarizer(
-        chat_llm, tokenizer, model=settings.effective_summary_model, cap_tokens=settings.summary_cap_tokens
-    )
+    # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the
+    # extractors use it too, not only the summarizer.
+    side_model = settings.effective_summary_model
+    summarizer = Summarizer(chat_llm, tokenizer, model=side_model, cap_tokens=settings.summary_cap_tokens)
     compactor = Compactor(
         sessions,
         summaries,
@@ -102,8 +124,8 @@ def build_memory(
         profile=profile,
         longterm=longterm,
         compactor=compactor,
-        profile_extractor=LLMProfileExtractor(chat_llm) if chat_llm else OfflineProfileExtractor(),
-        fact_extractor=LLMFactExtractor(chat_llm) if chat_llm else OfflineFactExtractor(),
+        profile_extractor=LLMProfileExtractor(chat_llm, model=side_model) if chat_llm else OfflineProfileExtractor(),
+        fact_extractor=LLMFactExtractor(chat_llm, model=side_model) if chat_llm else OfflineFactExtractor(),
         options=options,
         on_close=closers,
     )

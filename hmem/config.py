@@ -29,27 +29,37 @@ __all__ = ["Settings", "mask_url"]
 
 ENV_PREFIX = "HMEM_"
 
+#: Other spellings of a variable, as documented elsewhere (docs/summary.md and
+#: ``hmem.providers.llm.llm_from_env`` say ``HMEM_LLM_TIMEOUT``); the canonical name wins.
+ENV_ALIASES = {"HMEM_LLM_TIMEOUT": "llm_timeout_s"}
+
 CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
 
 
 def mask_url(url: str) -> str:
     """Hide the password of a URL for logs and errors: ``redis://:****@host:6379/0``."""
-    if "@" not in url or "://" not in url:
+    if "@" not in url:
         return url
+    if "://" not in url:  # a mistyped URL ("redis:/:pw@host") still hides what precedes the host
+        return "****@" + url.rsplit("@", 1)[1]
     scheme, rest = url.split("://", 1)
     creds, host = rest.rsplit("@", 1)
     user = creds.split(":", 1)[0] if ":" in creds else ""
     return f"{scheme}://{user}:****@{host}"
 
 
-@dataclass(frozen=True)
+_SECRET_FIELDS = frozenset({"llm_api_key", "embed_api_key", "api_keys"})
+
+
+@dataclass(frozen=True, repr=False)
 class Settings:
     """Every knob of a hmem deployment, with defaults that need no server.
 
     Store selectors (``sessions``, ``summaries``, ``profile``) take ``"sqlite"``
     (embedded default, file in ``data_dir``), ``"memory"`` (lost on exit) or a
-    ``redis://`` URL. ``redis_url`` sets all three at once unless one is given.
+    ``redis://`` URL. ``redis_url`` sets all three at once unless one is given (done by :meth:`from_env`, so
+    also by ``Memory.open``; a ``Settings(...)`` built directly takes the selectors as given).
     ``items`` (the long-term item store, with its BM25 index) takes the same values
     and follows ``redis_url`` too: a ``redis://`` URL shares facts and archived turns
     between app instances on different hosts (docs/longterm.md, "Several app instances").
@@ -99,10 +109,10 @@ class Settings:
             value = getattr(self, name)
             if value not in ("sqlite", "memory") and not value.startswith(("redis://", "rediss://", "unix://")):
                 raise ConfigError(
-                    f"HMEM_{name.upper()}={value!r}: use 'sqlite', 'memory' or a redis:// URL"
+                    f"HMEM_{name.upper()}={mask_url(value)!r}: use 'sqlite', 'memory' or a redis:// URL"
                 )
         if self.vectors not in ("chroma", "memory") and not self.vectors.startswith(("chroma://", "http://", "https://")):
-            raise ConfigError(f"HMEM_VECTORS={self.vectors!r}: use 'chroma', 'memory' or chroma://host:port")
+            raise ConfigError(f"HMEM_VECTORS={mask_url(self.vectors)!r}: use 'chroma', 'memory' or chroma://host:port")
         if not 0 < self.summary_threshold <= 1:
             raise ConfigError("HMEM_SUMMARY_THRESHOLD must be in (0, 1]")
         if not 0 < self.summary_target <= self.summary_threshold:
@@ -110,12 +120,32 @@ class Settings:
         for name in ("buffer_tokens", "buffer_messages", "summary_cap_tokens", "profile_max_keys", "max_body_bytes"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"HMEM_{name.upper()} must be positive")
+        # Floors of the components these feed (the summarizer, the HTTP body limit): say so
+        # here, as a ConfigError naming the variable, not later from deep inside a build.
+        if self.summary_cap_tokens < 16:
+            raise ConfigError("HMEM_SUMMARY_CAP_TOKENS must be at least 16 (a summary needs room to say anything)")
+        if self.max_body_bytes < 1024:
+            raise ConfigError("HMEM_MAX_BODY_BYTES must be at least 1024")
+        if self.redis_timeout_s <= 0 or self.llm_timeout_s <= 0:
+            raise ConfigError("HMEM_REDIS_TIMEOUT_S and HMEM_LLM_TIMEOUT_S must be positive (seconds)")
         if self.reply_reserve < 0 or self.summary_min_messages < 0:
             raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
+
+    def __repr__(self) -> str:
+        # Settings end up in logs, tracebacks and test reports: never print a secret.
+        shown = []
+        for name in get_type_hints(type(self)):
+            value = getattr(self, name)
+            if name in _SECRET_FIELDS and value:
+                value = "****"
+            elif isinstance(value, str) and "://" in value:
+                value = mask_url(value)
+            shown.append(f"{name}={value!r}")
+        return f"Settings({', '.join(shown)})"
 
     # -- derived ---------------------------------------------------------------
 
@@ -148,6 +178,9 @@ class Settings:
         if config_file:
             values.update(_read_file(Path(config_file)))
         hints = get_type_hints(cls)
+        for alias, name in ENV_ALIASES.items():
+            if alias in env and f"{ENV_PREFIX}{name.upper()}" not in env:
+                values[name] = env[alias]
         for key, raw in env.items():
             name = key[len(ENV_PREFIX):].lower()
             if key.startswith(ENV_PREFIX) and name in hints:

@@ -23,11 +23,10 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -35,7 +34,7 @@ import numpy as np
 
 from hmem.core import fusion as fz
 from hmem.core.dedup import dedup_key
-from hmem.core.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_text, lexical_text, speaker_line
+from hmem.core.index_text import dense_text, lexical_text
 from hmem.core.longterm_args import (
     Entry,
     check_entries,
@@ -45,85 +44,26 @@ from hmem.core.longterm_args import (
     index_metadata,
     prepare_turns,
 )
-from hmem.errors import ConfigError, InvalidInput
+from hmem.core.longterm_items import (
+    entry_dense_text,
+    merge_near_duplicate,
+    new_item,
+    new_item_id,
+    retention_victims,
+    with_previous_turns,
+)
+from hmem.core.recall_rank import best_first, boosted_scores, fusion_rrf, fusion_weighted, to_hits
+from hmem.errors import InvalidInput
+from hmem.longterm_types import ArchiveResult, LongTermConfig, RememberResult
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
-from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, new_id, utcnow
+from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcnow
 
 __all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "RememberResult"]
 
 log = logging.getLogger("hmem.longterm")
 
-RememberStatus = Literal["stored", "updated", "skipped"]
 _NEIGHBOURS = 5
 _MAX_ID_FILTER = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class LongTermConfig:
-    """Tunables of :class:`LongTermStore` (all optional).
-
-    ``near_duplicate_threshold``: cosine at or above which a new fact of the same
-    user and kind updates the existing item (``None`` disables; never applied to
-    archived turns). ``near_duplicate_policy``: on such an update ``"keep"`` the
-    stored wording (the dedup anchor never drifts) or ``"replace"`` it by the new one;
-    importance becomes the max, metadata is merged, ``updated_at`` refreshed. ``max_items_per_user``: retention cap (``None`` = unlimited);
-    past it the lowest ``importance × 0.5**(age/retention_half_life)`` are removed.
-
-    ``fusion`` (default for :meth:`LongTermStore.recall`): ``"weighted"`` min-max
-    fusion with ``lexical_weight`` 0.6 : ``dense_weight`` 0.4. Chosen on hmem's sample
-    set and confirmed on LoCoMo (docs/eval.md): min-max keeps *how much* better the top
-    BM25 match is, which RRF's ranks throw away, and the lexical side sees more (the
-    previous turn, speaker, date: :mod:`hmem.core.index_text`) than the embedding.
-    """
-
-    near_duplicate_threshold: float | None = 0.95
-    candidates: int = 50
-    rrf_k: int = fz.RRF_K
-    lexical_weight: float = 0.6
-    dense_weight: float = 0.4
-    max_items_per_user: int | None = None
-    retention_half_life: timedelta = timedelta(days=30)
-    turn_importance: float = 0.3
-    archive_roles: frozenset[str] = frozenset({"user", "assistant"})
-    near_duplicate_policy: Literal["keep", "replace"] = "keep"
-    fusion: Literal["rrf", "weighted"] = "weighted"
-
-    def __post_init__(self) -> None:
-        t = self.near_duplicate_threshold
-        if t is not None and not 0.0 < t <= 1.0:
-            raise ConfigError("near_duplicate_threshold must be in (0, 1] or None")
-        if self.candidates < 1 or self.rrf_k < 0:
-            raise ConfigError("candidates must be >= 1 and rrf_k >= 0")
-        if self.max_items_per_user is not None and self.max_items_per_user < 1:
-            raise ConfigError("max_items_per_user must be >= 1 or None")
-        if self.retention_half_life.total_seconds() <= 0:
-            raise ConfigError("retention_half_life must be positive")
-        if self.fusion not in ("rrf", "weighted"):
-            raise ConfigError("fusion must be 'rrf' or 'weighted'")
-        if self.near_duplicate_policy not in ("keep", "replace"):
-            raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
-
-
-@dataclass(frozen=True, slots=True)
-class RememberResult:
-    """What :meth:`LongTermStore.remember` did: ``stored`` a new item, ``updated`` a
-    near duplicate (``item`` is the updated record), or ``skipped`` an exact duplicate
-    (``item`` is the existing record). ``evicted`` lists items the retention cap removed."""
-
-    status: RememberStatus
-    item: MemoryItem
-    similarity: float | None = None
-    evicted: tuple[MemoryItem, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveResult:
-    """Turns archived, message ids skipped (empty, tool-only, unarchived role, or
-    already archived), and items the retention cap removed."""
-
-    stored: tuple[MemoryItem, ...]
-    skipped: tuple[str, ...] = ()
-    evicted: tuple[MemoryItem, ...] = ()
 
 
 class LongTermStore:
@@ -200,7 +140,7 @@ class LongTermStore:
         msgs = coerce_messages(messages)
         before = None if previous is None else coerce_messages([previous], "previous")[0]
         entries, skipped = prepare_turns(msgs, session_id, self.config.archive_roles, self.config.turn_importance)
-        entries = _with_previous_turns(entries, msgs, before, self.config.archive_roles)
+        entries = with_previous_turns(entries, msgs, before, self.config.archive_roles)
         with self._lock(user_id):
             if entries:
                 done = self.items.find_ids(user_id, ItemFilter(
@@ -226,11 +166,11 @@ class LongTermStore:
                     results[i] = RememberResult("skipped", existing, 1.0)
                     continue
                 if key in seen:
-                    results[i] = RememberResult("skipped", _new_item(user_id, entries[seen[key]], "", now), 1.0)
+                    results[i] = RememberResult("skipped", new_item(user_id, entries[seen[key]], "", now), 1.0)
                     continue
                 seen[key] = i
             pending.append(i)
-        vectors = self.embedder.embed([_entry_dense_text(entries[i]) for i in pending]) if pending else []
+        vectors = self.embedder.embed([entry_dense_text(entries[i]) for i in pending]) if pending else []
         threshold = self.config.near_duplicate_threshold
         neighbours: list[list[ScoredId]] = [[] for _ in pending]
         if dedup and threshold is not None and pending:
@@ -245,17 +185,11 @@ class LongTermStore:
                 target, sim = self._near_duplicate(
                     user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
             if target is None:
-                item = _new_item(user_id, e, _item_id(user_id, e), now)
+                item = new_item(user_id, e, new_item_id(user_id, e), now)
                 results[i] = RememberResult("stored", item)
             else:
                 replace_text = self.config.near_duplicate_policy == "replace"
-                item = replace(
-                    target, text=e.text if replace_text else target.text,
-                    importance=max(target.importance, e.importance),
-                    metadata={**target.metadata, **e.metadata}, updated_at=max(now, target.created_at),
-                    session_id=e.session_id or target.session_id,
-                    source_message_id=e.source_message_id or target.source_message_id,
-                )
+                item = merge_near_duplicate(target, e, now, replace_text=replace_text)
                 if not replace_text:
                     # The kept text keeps its vector (from the cache, or from this batch).
                     vec = final[target.id][1] if target.id in final else self.embedder.embed([target.text])[0]
@@ -387,29 +321,9 @@ class LongTermStore:
         if fusion == "rrf":
             fused = fusion_rrf(lexical, dense, self.config.rrf_k)
         else:
-            # A negative BM25 score (query terms in over half of a tiny corpus: rank_bm25's idf
-            # floor) is no evidence; min-max would stretch those near-ties to the full [0, 1].
-            fused = fz.weighted(
-                {"lexical": {h.id: max(h.score, 0.0) for h in lexical}, "dense": {h.id: h.score for h in dense}},
-                {"lexical": self.config.lexical_weight, "dense": self.config.dense_weight},
-            )
-        now = self._clock()
-        half_life: timedelta | None = args["half_life"]
-        weight: float = args["importance_weight"]
-        scored: dict[str, tuple[float, dict[str, float]]] = {}
-        for doc_id, base in fused.items():
-            boosts: dict[str, float] = {}
-            score = base
-            item = valid[doc_id]
-            if half_life is not None:
-                boosts["recency"] = fz.recency_factor(
-                    (now - item.created_at).total_seconds(), half_life.total_seconds())
-                score *= boosts["recency"]
-            if weight:
-                boosts["importance"] = fz.importance_factor(item.importance, weight)
-                score *= boosts["importance"]
-            scored[doc_id] = (score, boosts)
-        order = sorted(scored, key=lambda d: (-scored[d][0], d))
+            fused = fusion_weighted(lexical, dense, self.config.lexical_weight, self.config.dense_weight)
+        scored = boosted_scores(fused, valid, self._clock(), args["half_life"], args["importance_weight"])
+        order = best_first(scored)
         if mmr_lambda is not None and order:
             pool = order[: max(k * 3, 30)]
             vecs = dict(zip(pool, self.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
@@ -417,15 +331,7 @@ class LongTermStore:
             for d, mmr_score in picked:
                 scored[d][1]["mmr"] = mmr_score
             order = [d for d, _ in picked]
-        lex_pos = {h.id: (r, h.score) for r, h in enumerate(lexical, start=1)}
-        dense_pos = {h.id: (r, h.score) for r, h in enumerate(dense, start=1)}
-        hits = []
-        for d in order[:k]:
-            lr, ls = lex_pos.get(d, (None, None))
-            dr, ds = dense_pos.get(d, (None, None))
-            hits.append(Hit(item=valid[d], score=scored[d][0], lexical_rank=lr, lexical_score=ls, dense_rank=dr,
-                            dense_score=ds, boosts=scored[d][1], fused_score=fused[d]))
-        return hits
+        return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense)
 
     def _dense(
         self, user_id: str, qvec: Sequence[float], depth: int, flt: ItemFilter, allowed: set[str] | None
@@ -479,11 +385,8 @@ class LongTermStore:
         cap = self.config.max_items_per_user
         if cap is None or self.items.count(user_id) <= cap:
             return []
-        now, hl = self._clock(), self.config.retention_half_life.total_seconds()
-        everything = self.items.find(user_id)
-        value = {it.id: it.importance * fz.recency_factor((now - it.created_at).total_seconds(), hl)
-                 for it in everything}
-        victims = sorted(everything, key=lambda it: (value[it.id], it.created_at, it.id))[: len(everything) - cap]
+        victims = retention_victims(
+            self.items.find(user_id), cap, self._clock(), self.config.retention_half_life.total_seconds())
         self._delete(user_id, [it.id for it in victims])
         log.warning("retention cap %d for user %r removed %d item(s): %s", cap, user_id, len(victims),
                     [it.id for it in victims])
@@ -532,52 +435,3 @@ class LongTermStore:
             self.vectors.upsert(user_id, [it.id for it in items], vecs, [index_metadata(it) for it in items])
             self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in items])
         return len(items)
-
-
-def fusion_rrf(lexical: Sequence[Any], dense: Sequence[Any], k: int) -> dict[str, float]:
-    return fz.rrf({"lexical": [h.id for h in lexical], "dense": [h.id for h in dense]}, k)
-
-
-def _entry_dense_text(e: Entry) -> str:
-    # Same rule as hmem.core.index_text.dense_text, on an entry not yet made an item.
-    return speaker_line(e.speaker, e.text) if e.kind == "turn" else e.text
-
-
-def _with_previous_turns(
-    entries: list[Entry], messages: Sequence[Message], previous: Message | None, roles: frozenset[str]
-) -> list[Entry]:
-    """Each turn entry with the session's preceding archivable message, as
-    ``"<speaker>: <text>"`` in ``metadata["previous_turn"]`` (tool messages and empty
-    turns are skipped over: the question a reply answers is the last thing *said*)."""
-    by_id = {e.source_message_id: e for e in entries}
-    out: list[Entry] = []
-    last = previous if previous is not None and previous.role in roles and previous.text.strip() else None
-    for m in messages:
-        entry = by_id.get(m.id)
-        if entry is not None:
-            if last is not None:
-                line = speaker_line(last.name or last.role, last.text)[:PREVIOUS_TURN_MAX_CHARS]
-                entry = replace(entry, metadata={**entry.metadata, PREVIOUS_TURN_KEY: line})
-            out.append(entry)
-        if m.role in roles and m.text.strip():
-            last = m
-    return out
-
-
-def _new_item(user_id: str, e: Entry, item_id: str, now: datetime) -> MemoryItem:
-    created = e.created_at or now
-    return MemoryItem(
-        id=item_id, user_id=user_id, text=e.text, kind=e.kind, importance=e.importance, created_at=created,
-        updated_at=created, session_id=e.session_id, source_message_id=e.source_message_id, speaker=e.speaker,
-        metadata=dict(e.metadata),
-    )
-
-
-def _item_id(user_id: str, entry: Entry) -> str:
-    """A fresh id, except for an archived turn: derived from its session and source
-    message, so two instances archiving the same turn at once write the same record
-    (an upsert) instead of two."""
-    if entry.kind == "turn" and entry.source_message_id:
-        key = f"{user_id}\x1f{entry.session_id or ''}\x1f{entry.source_message_id}"
-        return "turn-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
-    return new_id()

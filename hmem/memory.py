@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -162,8 +163,9 @@ class Memory:
         from hmem.build import build_memory
         from hmem.config import Settings
 
-        base = {"sessions": "sqlite", "summaries": "sqlite", "profile": "sqlite", "vectors": "chroma"}
-        chosen = Settings.from_env({}, **{**base, **settings, "data_dir": str(Path(path))})
+        # The defaults already are the embedded backends; pinning sessions/summaries/profile
+        # here would make a ``redis_url=`` override apply to the items only.
+        chosen = Settings.from_env({}, **{**settings, "data_dir": str(Path(path))})
         return build_memory(chosen, embedder=embedder, llm=llm)
 
     @classmethod
@@ -192,17 +194,22 @@ class Memory:
         if any(m.id == SYSTEM_PROMPT_ID for m in batch):
             raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="id")
         version = self.sessions.append(user, session, batch)
-        if self.options.archive_turns == "on_add" and batch:
-            previous = self._message_before(user, session, batch[0].id, len(batch))
-            self.longterm.archive_turns(user, session, batch, previous=previous)
-        user_turns = [m for m in batch if m.role == "user" and m.content]
-        profile_result = self._extract_profile(user, session, user_turns)
-        facts = self._extract_facts(user, session, user_turns)
-        compaction = None
-        if self.options.compaction == "foreground":
-            compaction = self.compactor.compact(user, session)
-        elif self.options.compaction == "background":
-            self.compactor.submit(user, session)
+        try:
+            if self.options.archive_turns == "on_add" and batch:
+                previous = self._message_before(user, session, batch[0].id, len(batch))
+                self.longterm.archive_turns(user, session, batch, previous=previous)
+            user_turns = [m for m in batch if m.role == "user" and m.content]
+            profile_result = self._extract_profile(user, session, user_turns)
+            facts = self._extract_facts(user, session, user_turns)
+            compaction = None
+            if self.options.compaction == "foreground":
+                compaction = self.compactor.compact(user, session)
+            elif self.options.compaction == "background":
+                self.compactor.submit(user, session)
+        except Exception as exc:
+            log.warning("add(%r, %r): the messages are stored (version %d) but a later step failed: %s: %s",
+                        user, session, version, type(exc).__name__, exc)
+            raise
         return AddResult(version, tuple(m.id for m in batch), profile_result, facts, compaction)
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
@@ -272,8 +279,11 @@ class Memory:
         info = resolve_model(model_name)
         limit = budget_for(info.context_window, self.options.reply_reserve, budget)
         tokenizer = self._tokenizer_for(model_name)
-        buffer = list(self.sessions.load(user, session).messages)
-        summary = self.summaries.get(user, session)
+        state = self.sessions.load(user, session)
+        buffer = list(state.messages)
+        # An expired or deleted session takes its summary with it (not every summary
+        # store expires entries by itself).
+        summary = self.summaries.get(user, session) if state.version else None
         _, buffer = split_covered(buffer, summary)  # between summary write and trim, skip duplicates
         stored_prompt = next((m.content for m in buffer if m.id == SYSTEM_PROMPT_ID), None)
         buffer = [m for m in buffer if m.id != SYSTEM_PROMPT_ID]
@@ -282,13 +292,17 @@ class Memory:
             query = next((m.content for m in reversed(buffer) if m.role == "user" and m.content), None)
         elif not isinstance(query, str):
             raise InvalidInput("query must be a string or None", field="query")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+            raise InvalidInput(f"k must be an integer >= 0 (0 = recall nothing) or None, got {k!r}", field="k")
+        filters = dict(recall_filters or {})
+        _check_keywords(self.longterm.recall, filters, "recall_filters")
         want = self.options.recall_k if k is None else k
         hits: list[Hit] = []
         if query and query.strip() and want > 0:
             shown = {m.id for m in buffer}
             # Over-fetch: hits of turns already in the buffer and second hits of one source
             # message (its archived turn and a fact extracted from it) would waste slots.
-            candidates = self.longterm.recall(user, query, 2 * want + len(shown), **dict(recall_filters or {}))
+            candidates = self.longterm.recall(user, query, 2 * want + len(shown), **filters)
             hits = distinct_sources(candidates, exclude=shown)[:want]
         return assemble(
             buffer,
@@ -315,16 +329,19 @@ class Memory:
         **extra: Any,
     ) -> RememberResult:
         """Store a fact in the user's long-term memory (deduplicated at write time)."""
+        _check_keywords(self.longterm.remember, extra, "remember")
         return self.longterm.remember(user_id, text, kind, importance, metadata, **extra)
 
     def recall(self, user_id: str, query: str, k: int = 10, **filters: Any) -> list[Hit]:
         """The user's ``k`` long-term items most relevant to ``query`` (hybrid BM25 +
         embeddings), each explaining its ranks and scores."""
+        _check_keywords(self.longterm.recall, filters, "recall")
         return self.longterm.recall(user_id, query, k, **filters)
 
     def forget(self, user_id: str, ids: Sequence[str] | None = None, **filters: Any) -> int:
         """Delete long-term items by id and/or filter (``kinds``, ``session_id``,
         ``before``) or ``all=True``; returns how many were deleted."""
+        _check_keywords(self.longterm.forget, filters, "forget")
         return self.longterm.forget(user_id, ids, **filters)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
@@ -442,6 +459,17 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+
+def _check_keywords(method: Callable[..., Any], given: Mapping[str, Any], where: str) -> None:
+    """Unknown keyword arguments are bad input (InvalidInput naming them), not a TypeError."""
+    params = inspect.signature(method).parameters.values()
+    allowed = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    unknown = sorted(str(name) for name in given if name not in allowed)
+    if unknown:
+        raise InvalidInput(
+            f"{where}: unknown argument(s) {unknown}; expected some of {sorted(allowed - {'user_id', 'query'})}",
+            field=unknown[0],
+        )
 
 
 def distinct_sources(hits: Sequence[Hit], *, exclude: AbstractSet[str] = frozenset()) -> list[Hit]:

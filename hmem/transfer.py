@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 from collections.abc import Iterator
 from datetime import datetime
@@ -93,32 +94,50 @@ def _profile_record(entry: ProfileEntry) -> dict[str, Any]:
 
 def export_user(mem: Memory, user_id: str, path: Path) -> int:
     """Write every record of ``user_id`` to ``path``; returns the number of lines."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for record in _records(mem, user_id):
-            out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
-            count += 1
-    tmp.replace(path)  # a crash mid-export never leaves a truncated file under the real name
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tmp.open("w", encoding="utf-8") as out:
+            for record in _records(mem, user_id):
+                out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+                count += 1
+        tmp.replace(path)  # a crash mid-export never leaves a truncated file under the real name
+    except OSError as exc:
+        _discard(tmp)
+        raise InvalidInput(f"cannot write the export to {path}: {exc.strerror or exc}; choose a writable path",
+                           field="path") from None
+    except BaseException:
+        _discard(tmp)  # a backend failed mid-export: no half-written file stays behind
+        raise
     return count
+
+
+def _discard(tmp: Path) -> None:
+    with contextlib.suppress(OSError):  # e.g. its folder could not be created in the first place
+        tmp.unlink(missing_ok=True)
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise InvalidInput(f"export file {path} does not exist", field="path")
     records = []
-    with path.open("r", encoding="utf-8") as src:
-        for number, line in enumerate(src, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path}:{number}: not JSON ({exc.msg})", field="path") from None
-            if not isinstance(record, dict) or "type" not in record:
-                raise InvalidInput(f"{path}:{number}: each line must be an object with a 'type'", field="path")
-            records.append(record)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path} is not UTF-8 text (byte {exc.start}); is it an hmem export?", field="path") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}", field="path") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path}:{number}: not JSON ({exc.msg})", field="path") from None
+        if not isinstance(record, dict) or "type" not in record:
+            raise InvalidInput(f"{path}:{number}: each line must be an object with a 'type'", field="path")
+        records.append(record)
     if not records or records[0].get("type") != "header" or records[0].get("format") != FORMAT:
         raise InvalidInput(f"{path} is not an hmem export (missing header line)", field="path")
     if records[0].get("version") != VERSION:
@@ -151,7 +170,7 @@ def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
                     tokens=int(record.get("tokens", 0)),
                 ))
             elif kind == "profile":
-                profile.append(record)
+                profile.append(_check_profile_record(record))
             elif kind == "item":
                 items.append(MemoryItem(
                     id=check_id(record["id"], "id"), user_id=user, text=record["text"], kind=record["kind"],
@@ -172,17 +191,37 @@ def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
     if mem.sessions.list_sessions(user) or mem.profile.all(user) or mem.longterm.items.count(user):
         raise InvalidInput(f"user {user!r} already has data here; import into an empty user", field="user_id")
 
-    for sid, batch in messages.items():
-        mem.sessions.append(user, sid, batch)
-    for summary in summaries:
-        mem.summaries.put(summary)
-    _replay_profile(mem, user, profile)
-    if items:
-        # Exported vectors of the same model are reused as they were (no recompute, and
-        # recall ranks exactly as before); other items are embedded afresh.
-        known = all(v is not None for v in vectors)
-        mem.longterm.restore(user, items, [v for v in vectors if v is not None] if known else None)
+    try:
+        for sid, batch in messages.items():
+            mem.sessions.append(user, sid, batch)
+        for summary in summaries:
+            mem.summaries.put(summary)
+        _replay_profile(mem, user, profile)
+        if items:
+            # Exported vectors of the same model are reused as they were (no recompute, and
+            # recall ranks exactly as before); other items are embedded afresh.
+            known = all(v is not None for v in vectors)
+            mem.longterm.restore(user, items, [v for v in vectors if v is not None] if known else None)
+    except BaseException as exc:
+        # The user had no data before: undo the partial import so a failure changes nothing.
+        with contextlib.suppress(Exception):  # the original error is the one to report
+            mem.forget_user(user)
+        if isinstance(exc, KeyError | TypeError | ValueError) and not isinstance(exc, InvalidInput):
+            raise InvalidInput(f"{path}: malformed record: {exc!r}; nothing was imported", field="path") from None
+        raise
     return user
+
+
+def _check_profile_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The profile store's own rules, applied before the first write of an import."""
+    from hmem.core.profile import check_confidence, coerce_value, normalize_key
+
+    normalize_key(record["key"])
+    if record["value"] is not None:
+        coerce_value(record["value"])
+        check_confidence(record["confidence"])
+        as_datetime(record["valid_from"])
+    return record
 
 
 def _replay_profile(mem: Memory, user: str, records: list[dict[str, Any]]) -> None:

@@ -1,7 +1,15 @@
 """hmem's value types: plain frozen dataclasses shared by every layer.
 
-This module imports nothing from the rest of hmem except :mod:`hmem.errors`, so
-every other module may depend on it.
+This module defines the stored records (sessions, summaries, profile entries, memory
+items, hits) and re-exports the rest, so ``from hmem.types import X`` works for every
+name in ``__all__``:
+
+* :mod:`hmem.primitives` — limits, ids, clock; checks of ids, text and timestamps;
+* :mod:`hmem.message` — :class:`Message` and :class:`ToolCall` (OpenAI shape);
+* :mod:`hmem.assembly_types` — the assembler's tiers, report and result.
+
+None of them imports anything from hmem but :mod:`hmem.errors` (and each other, in
+that order), so every other module may depend on this one.
 
 Example::
 
@@ -13,19 +21,36 @@ Example::
 
 from __future__ import annotations
 
-import json
-import math
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias, get_args
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias
 
-from hmem.errors import InvalidInput
+from hmem.assembly_types import (
+    TIERS,
+    AssembledContext,
+    AssemblyReport,
+    DropReason,
+    ReportItem,
+    Tier,
+    TierReport,
+)
+from hmem.message import ROLES, Message, Role, ToolCall, coerce_messages, message_ids
+from hmem.primitives import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    JSONScalar,
+    as_datetime,
+    check_id,
+    check_text,
+    new_id,
+    utcnow,
+)
 
 __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
+    "ROLES",
     "TIERS",
     "AssembledContext",
     "AssemblyReport",
@@ -49,388 +74,13 @@ __all__ = [
     "as_datetime",
     "check_id",
     "check_text",
+    "coerce_messages",
+    "message_ids",
     "new_id",
     "utcnow",
 ]
 
-Role: TypeAlias = Literal["system", "developer", "user", "assistant", "tool"]
-ROLES: frozenset[str] = frozenset(get_args(Role))
-
-#: Largest accepted message content / memory text, in characters (about 1 MB of
-#: ASCII). Bigger payloads are almost always a bug (a file pasted by accident).
-MAX_CONTENT_CHARS = 1_000_000
-#: Longest accepted id (user, session, message, item), in characters.
-MAX_ID_CHARS = 256
-
-JSONScalar: TypeAlias = str | int | float | bool | None
 ProfileValue: TypeAlias = str | int | float | bool | tuple[str, ...]
-
-
-def utcnow() -> datetime:
-    """The current time as a timezone-aware UTC datetime."""
-    return datetime.now(UTC)
-
-
-def new_id() -> str:
-    """A fresh random id (32 hex characters)."""
-    return uuid.uuid4().hex
-
-
-def check_id(value: object, field_name: str) -> str:
-    """Return ``value`` if it is a usable id, else raise :class:`InvalidInput`.
-
-    An id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without
-    control characters or surrounding whitespace.
-    """
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
-    if not value or not value.strip():
-        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
-    if value != value.strip():
-        raise InvalidInput(f"{field_name} must not start or end with whitespace: {value!r}", field=field_name)
-    if len(value) > MAX_ID_CHARS:
-        raise InvalidInput(f"{field_name} is longer than {MAX_ID_CHARS} characters", field=field_name)
-    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-        raise InvalidInput(f"{field_name} must not contain control characters: {value!r}", field=field_name)
-    _check_utf8(value, field_name)
-    return value
-
-
-def check_text(value: object, field_name: str, *, allow_empty: bool = True) -> str:
-    """Return ``value`` if it is acceptable text content, else raise :class:`InvalidInput`."""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
-    if not allow_empty and not value.strip():
-        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
-    if len(value) > MAX_CONTENT_CHARS:
-        raise InvalidInput(
-            f"{field_name} has {len(value):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
-            field=field_name,
-        )
-    _check_utf8(value, field_name)
-    return value
-
-
-def _check_utf8(value: str, field_name: str) -> None:
-    # Lone surrogates (e.g. from bytes decoded with 'surrogateescape') cannot be
-    # stored as UTF-8 by any backend; reject them up front.
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field_name} is not valid UTF-8 (lone surrogate)", field=field_name) from None
-
-
-def as_datetime(value: object, field_name: str = "created_at") -> datetime:
-    """Coerce a datetime, ISO-8601 string or epoch seconds to an aware UTC datetime."""
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, bool):
-        raise InvalidInput(f"{field_name} must be a datetime, ISO string or epoch seconds", field=field_name)
-    elif isinstance(value, int | float):
-        try:  # float() of a huge int overflows too
-            seconds = float(value)
-        except OverflowError:
-            raise InvalidInput(f"{field_name} is out of range (epoch seconds)", field=field_name) from None
-        if not math.isfinite(seconds):
-            raise InvalidInput(f"{field_name} must be finite", field=field_name)
-        try:
-            dt = datetime.fromtimestamp(seconds, UTC)
-        except (OverflowError, OSError, ValueError):
-            raise InvalidInput(f"{field_name} is out of range: {value!r}", field=field_name) from None
-    elif isinstance(value, str):
-        try:
-            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidInput(f"{field_name} is not an ISO-8601 timestamp: {value!r}", field=field_name) from None
-    else:
-        raise InvalidInput(
-            f"{field_name} must be a datetime, ISO string or epoch seconds, got {type(value).__name__}",
-            field=field_name,
-        )
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    try:
-        return dt.astimezone(UTC)
-    except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
-        raise InvalidInput(
-            f"{field_name} is out of range: {value!r} (it must fall within years 1-9999 in UTC)", field=field_name
-        ) from None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One function call requested by an assistant message (OpenAI shape).
-
-    ``arguments`` is the JSON text exactly as the model produced it.
-    """
-
-    id: str
-    name: str
-    arguments: str = "{}"
-    type: str = "function"
-
-    def __post_init__(self) -> None:
-        check_id(self.id, "tool_calls[].id")
-        if not isinstance(self.name, str) or not self.name:
-            raise InvalidInput("tool_calls[].function.name must be a non-empty string", field="tool_calls[].function.name")
-        if not isinstance(self.arguments, str):
-            raise InvalidInput(
-                "tool_calls[].function.arguments must be a JSON string", field="tool_calls[].function.arguments"
-            )
-        if self.type != "function":
-            raise InvalidInput(f"tool_calls[].type must be 'function', got {self.type!r}", field="tool_calls[].type")
-
-    def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": self.type, "function": {"name": self.name, "arguments": self.arguments}}
-
-    @classmethod
-    def from_openai(cls, data: object, index: int = 0) -> ToolCall:
-        where = f"tool_calls[{index}]"
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"{where} must be an object", field=where)
-        fn = data.get("function")
-        if not isinstance(fn, Mapping):
-            raise InvalidInput(f"{where}.function must be an object with name and arguments", field=f"{where}.function")
-        arguments = fn.get("arguments", "{}")
-        if isinstance(arguments, Mapping):  # some clients send a parsed object; keep it as JSON text
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        return cls(
-            id=data.get("id"),  # type: ignore[arg-type]  # validated in __post_init__
-            name=fn.get("name"),  # type: ignore[arg-type]
-            arguments=arguments,  # type: ignore[arg-type]
-            type=data.get("type", "function"),  # type: ignore[arg-type]
-        )
-
-
-_OPENAI_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
-_HMEM_KEYS = frozenset({"id", "created_at", "metadata"})
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    """One chat message in the OpenAI shape, plus hmem's ``id`` and ``created_at``.
-
-    ``content`` is ``None`` only for an assistant message that just calls tools.
-    Construction validates; bad data raises :class:`InvalidInput` naming the field.
-
-    Example::
-
-        >>> m = Message(role="user", content="I live in Berlin", id="t1")
-        >>> Message.from_openai(m.to_openai(include_meta=True)) == m
-        True
-    """
-
-    role: Role
-    content: str | None
-    name: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    id: str = field(default_factory=new_id)
-    created_at: datetime = field(default_factory=utcnow)
-    metadata: Mapping[str, JSONScalar] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.role not in ROLES:
-            raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {self.role!r}", field="role")
-        check_id(self.id, "id")
-        # Normalize to aware UTC so equality and ordering never depend on the caller's zone.
-        if not isinstance(self.created_at, datetime) or self.created_at.tzinfo is not UTC:
-            object.__setattr__(self, "created_at", as_datetime(self.created_at))
-        if self.content is None:
-            if not (self.role == "assistant" and self.tool_calls):
-                raise InvalidInput(
-                    "content may be None only for an assistant message with tool_calls", field="content"
-                )
-        else:
-            check_text(self.content, "content")
-        if self.name is not None:
-            check_id(self.name, "name")
-        if not isinstance(self.tool_calls, tuple):
-            if isinstance(self.tool_calls, list):
-                object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
-            else:
-                raise InvalidInput("tool_calls must be a list", field="tool_calls")
-        if self.tool_calls:
-            if self.role != "assistant":
-                raise InvalidInput("only assistant messages may have tool_calls", field="tool_calls")
-            for tc in self.tool_calls:
-                if not isinstance(tc, ToolCall):
-                    raise InvalidInput("tool_calls must hold ToolCall values", field="tool_calls")
-            ids = [tc.id for tc in self.tool_calls]
-            if len(set(ids)) != len(ids):
-                raise InvalidInput("tool_calls ids must be unique within a message", field="tool_calls")
-        if self.role == "tool":
-            if self.tool_call_id is None:
-                raise InvalidInput("a tool message needs tool_call_id", field="tool_call_id")
-            check_id(self.tool_call_id, "tool_call_id")
-        elif self.tool_call_id is not None:
-            raise InvalidInput("only tool messages may have tool_call_id", field="tool_call_id")
-        if not isinstance(self.metadata, Mapping):
-            raise InvalidInput("metadata must be an object", field="metadata")
-        for key, value in self.metadata.items():
-            if not isinstance(key, str):
-                raise InvalidInput("metadata keys must be strings", field="metadata")
-            if value is not None and not isinstance(value, str | int | float | bool):
-                raise InvalidInput(f"metadata[{key!r}] must be a string, number, bool or null", field="metadata")
-            if isinstance(value, float) and not math.isfinite(value):
-                raise InvalidInput(f"metadata[{key!r}] must be finite", field="metadata")
-
-    # -- OpenAI dicts -------------------------------------------------------------
-
-    @classmethod
-    def from_openai(cls, data: object) -> Message:
-        """Build a message from an OpenAI chat dict (extra hmem keys ``id``,
-        ``created_at``, ``metadata`` are honoured; other unknown keys are rejected)."""
-        if isinstance(data, Message):
-            return data
-        if not isinstance(data, Mapping):
-            raise InvalidInput(f"a message must be an object, got {type(data).__name__}", field="message")
-        unknown = set(data) - _OPENAI_KEYS - _HMEM_KEYS
-        if unknown:
-            raise InvalidInput(f"unknown message field(s): {sorted(unknown)}", field=sorted(unknown)[0])
-        if "role" not in data:
-            raise InvalidInput("a message needs a role", field="role")
-        raw_calls = data.get("tool_calls") or ()
-        if not isinstance(raw_calls, list | tuple):
-            raise InvalidInput("tool_calls must be a list", field="tool_calls")
-        calls = tuple(ToolCall.from_openai(tc, i) for i, tc in enumerate(raw_calls))
-        kwargs: dict[str, Any] = {
-            "role": data["role"],
-            "content": data.get("content"),
-            "name": data.get("name"),
-            "tool_calls": calls,
-            "tool_call_id": data.get("tool_call_id"),
-        }
-        if data.get("id") is not None:
-            kwargs["id"] = data["id"]
-        if data.get("created_at") is not None:
-            kwargs["created_at"] = as_datetime(data["created_at"])
-        if data.get("metadata") is not None:
-            kwargs["metadata"] = data["metadata"]
-        return cls(**kwargs)
-
-    def to_openai(self, *, include_meta: bool = False) -> dict[str, Any]:
-        """The OpenAI chat dict; with ``include_meta`` also ``id``, ``created_at``
-        (ISO-8601) and ``metadata`` for lossless storage."""
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.name is not None:
-            out["name"] = self.name
-        if self.tool_calls:
-            out["tool_calls"] = [tc.to_openai() for tc in self.tool_calls]
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if include_meta:
-            out["id"] = self.id
-            out["created_at"] = self.created_at.isoformat()
-            if self.metadata:
-                out["metadata"] = dict(self.metadata)
-        return out
-
-    def to_json(self) -> str:
-        """Compact JSON of :meth:`to_openai` with meta (the storage format)."""
-        return json.dumps(self.to_openai(include_meta=True), ensure_ascii=False, separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Message:
-        return cls.from_openai(json.loads(text))
-
-    @classmethod
-    def _from_storage(cls, data: str | bytes | Mapping[str, Any]) -> Message:
-        """Decode a message that hmem itself stored (:meth:`to_json`), without re-validating.
-
-        For hmem's session stores only: the message was validated when it was written,
-        and re-running every check on each load costs ~3x the decoding (10,000
-        messages: ~0.3 s). The result equals :meth:`from_json` of the same text
-        (property-tested). Anything not in the exact storage shape (a foreign or
-        corrupted row) goes through the validating :meth:`from_openai`, so bad data
-        still raises :class:`InvalidInput` rather than producing an invalid message.
-
-        Example::
-
-            >>> m = Message(role="user", content="hi")
-            >>> Message._from_storage(m.to_json()) == m
-            True
-        """
-        raw = json.loads(data) if isinstance(data, str | bytes) else data
-        try:
-            return _decode_stored(raw)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return cls.from_openai(raw)
-
-    def with_id(self, new: str) -> Message:
-        return replace(self, id=new)
-
-    @property
-    def text(self) -> str:
-        """Content, or "" for a tool-calls-only assistant message."""
-        return self.content or ""
-
-
-_STORED_KEYS = _OPENAI_KEYS | _HMEM_KEYS
-_set = object.__setattr__
-
-
-def _decode_stored(raw: Any) -> Message:
-    """The trusted fast path of :meth:`Message._from_storage`: shape checks that cost
-    next to nothing (any failure raises and sends the row to the validating path), then
-    the frozen dataclass is filled in directly. Not re-checked: text limits, UTF-8,
-    id characters, metadata values — hmem checked them when it wrote the row."""
-    role, content, message_id = raw["role"], raw["content"], raw["id"]
-    if (
-        not raw.keys() <= _STORED_KEYS
-        or role not in ROLES
-        or type(message_id) is not str
-        or not message_id
-        or not (type(content) is str or (content is None and raw.get("tool_calls")))
-        or (role == "tool") is not (type(raw.get("tool_call_id")) is str)
-    ):
-        raise ValueError("not a stored message")
-    created = datetime.fromisoformat(raw["created_at"])
-    if created.tzinfo is not UTC:  # hmem writes UTC; anything else is normalized by the slow path
-        raise ValueError("not UTC")
-    calls: tuple[ToolCall, ...] = ()
-    raw_calls = raw.get("tool_calls")
-    if raw_calls:
-        if role != "assistant":
-            raise ValueError("tool calls on a non-assistant message")
-        built = []
-        for item in raw_calls:
-            fn = item["function"]
-            call = object.__new__(ToolCall)
-            _set(call, "id", item["id"])
-            _set(call, "name", fn["name"])
-            _set(call, "arguments", fn["arguments"])
-            _set(call, "type", item["type"])
-            built.append(call)
-        calls = tuple(built)
-    message = object.__new__(Message)
-    _set(message, "role", role)
-    _set(message, "content", content)
-    _set(message, "name", raw.get("name"))
-    _set(message, "tool_calls", calls)
-    _set(message, "tool_call_id", raw.get("tool_call_id"))
-    _set(message, "id", message_id)
-    _set(message, "created_at", created)
-    metadata = raw.get("metadata")
-    _set(message, "metadata", {} if metadata is None else metadata)
-    return message
-
-
-def coerce_messages(messages: Iterable[object], field_name: str = "messages") -> list[Message]:
-    """Accept Messages or OpenAI dicts; validate every one; name the index on error."""
-    if isinstance(messages, str | bytes | Mapping):
-        raise InvalidInput(f"{field_name} must be a list of messages", field=field_name)
-    out: list[Message] = []
-    for i, raw in enumerate(messages):
-        try:
-            out.append(Message.from_openai(raw))
-        except InvalidInput as exc:
-            where = f"{field_name}[{i}]" + (f".{exc.field}" if exc.field else "")
-            raise InvalidInput(f"{where}: {exc}", field=where) from None
-    ids = [m.id for m in out]
-    if len(set(ids)) != len(ids):
-        raise InvalidInput(f"{field_name} contains the same message id twice", field=field_name)
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -562,111 +212,3 @@ class Hit:
     boosts: Mapping[str, float] = field(default_factory=dict)
     #: The fusion score before boosts (RRF or weighted); ``score`` is after boosts.
     fused_score: float | None = None
-
-
-def message_ids(messages: Sequence[Message]) -> list[str]:
-    return [m.id for m in messages]
-
-
-# -- prompt assembly (hmem.core.assemble) ----------------------------------------
-
-#: The assembler's tiers, highest priority first ("pinned" = system/developer
-#: messages found inside the session buffer, kept like the system prompt).
-Tier: TypeAlias = Literal["system", "current_turn", "history", "summary", "profile", "recalled"]
-TIERS: tuple[Tier, ...] = get_args(Tier)
-
-#: Why an item was left out of an assembled context (see docs/assembly.md).
-DropReason: TypeAlias = Literal[
-    "budget",  # no room left in the token budget
-    "tier cap",  # its tier reached its share of the budget
-    "history cut",  # an older history group than one that did not fit (history stays contiguous)
-    "orphan tool",  # a tool result without the assistant call it answers
-    "unanswered tool call",  # an assistant tool call whose results are missing
-    "not current",  # a profile entry that is superseded or deleted
-    "duplicate",  # a recalled item whose source message is already in the prompt
-    "empty",  # nothing to render (blank summary)
-]
-
-
-@dataclass(frozen=True, slots=True)
-class ReportItem:
-    """One candidate of the assembler and its fate.
-
-    ``ref`` names it: a message id, ``"system_prompt"``, ``"summary"``, a profile key,
-    or a memory item id. ``tokens`` is its own cost (``count_message`` for a message,
-    ``count`` of its rendered line for a memory entry). ``reason`` is None when kept.
-    """
-
-    tier: Tier
-    ref: str
-    kept: bool
-    tokens: int
-    reason: DropReason | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TierReport:
-    """Totals of one tier: kept tokens, counts and its cap in tokens (None = uncapped)."""
-
-    tier: Tier
-    tokens: int
-    kept: int
-    dropped: int
-    cap: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AssemblyReport:
-    """What the assembler kept, what it dropped and why.
-
-    ``total`` is the exact token count of the assembled messages (``<= budget``);
-    ``overhead`` is the part not attributed to any item (reply primer, headers,
-    separators): ``total == sum(t.tokens for t in tiers) + overhead``.
-    ``truncated_tokens`` > 0 when the current turn's user text was cut (opt-in).
-    """
-
-    budget: int
-    total: int
-    overhead: int
-    tiers: tuple[TierReport, ...]
-    items: tuple[ReportItem, ...]
-    truncated_tokens: int = 0
-
-    def tier(self, name: Tier) -> TierReport:
-        for report in self.tiers:
-            if report.tier == name:
-                return report
-        raise KeyError(name)
-
-    @property
-    def dropped(self) -> tuple[ReportItem, ...]:
-        return tuple(item for item in self.items if not item.kept)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict (for logs, the CLI and the HTTP API)."""
-        return {
-            "budget": self.budget,
-            "total": self.total,
-            "overhead": self.overhead,
-            "truncated_tokens": self.truncated_tokens,
-            "tiers": [
-                {"tier": t.tier, "tokens": t.tokens, "kept": t.kept, "dropped": t.dropped, "cap": t.cap}
-                for t in self.tiers
-            ],
-            "items": [
-                {"tier": i.tier, "ref": i.ref, "kept": i.kept, "tokens": i.tokens, "reason": i.reason}
-                for i in self.items
-            ],
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AssembledContext:
-    """A prompt ready for ``client.chat.completions.create(messages=ctx.messages)``.
-
-    ``tokens`` is ``tokenizer.count_messages`` of exactly these messages.
-    """
-
-    messages: list[dict[str, Any]]
-    tokens: int
-    report: AssemblyReport

@@ -12,7 +12,8 @@
 3. Prints how long each phase took.
 
 The demo is deterministic and offline: it ignores a configured LLM (``HMEM_LLM_*``)
-and always uses SQLite for sessions, summaries and profile.
+and embedding endpoint, and always uses SQLite for sessions, summaries, profile and
+items (never a configured Redis).
 
 Example::
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from hmem.eval.model import EvalConversation, EvalQuestion
     from hmem.memory import Memory
 
-__all__ = ["DEMO_SYSTEM_PROMPT", "pick_questions", "register"]
+__all__ = ["DEMO_SYSTEM_PROMPT", "demo_overrides", "pick_questions", "register"]
 
 #: Sample sessions hold 270-410 tokens each: a 300-token buffer overflows in every
 #: session, so each one gets a rolling summary and archives its older turns.
@@ -87,6 +88,22 @@ def pick_questions(conversation: EvalConversation, questions: tuple[EvalQuestion
     return eligible[:n]
 
 
+def demo_overrides(args: argparse.Namespace, folder: str) -> dict[str, Any]:
+    """Settings the demo pins whatever ``HMEM_*`` says: embedded stores only (it must never
+    write sample data into a configured Redis), no LLM and the packaged embedding model
+    (deterministic and offline)."""
+    overrides: dict[str, Any] = {
+        "data_dir": folder, "sessions": "sqlite", "summaries": "sqlite", "profile": "sqlite", "items": "sqlite",
+        "llm_model": None, "summary_model": None, "embed_provider": "local", "embed_model": None,
+        "window_policy": "hybrid", "buffer_tokens": args.buffer_tokens, "compaction": "foreground",
+        "extract_profile": True, "extract_facts": True,
+        "archive_turns": "on_evict" if args.archive_on_evict else "on_add",
+    }
+    if args.model:
+        overrides["model"] = args.model
+    return overrides
+
+
 def run(args: argparse.Namespace) -> int:
     from hmem.cli.samples import load_conversations, load_dataset
 
@@ -100,14 +117,7 @@ def run(args: argparse.Namespace) -> int:
             folder = tempfile.mkdtemp(prefix="hmem-demo-")
             if not args.keep:
                 stack.callback(shutil.rmtree, folder, True)
-        overrides: dict[str, Any] = {
-            "data_dir": folder, "sessions": "sqlite", "summaries": "sqlite", "profile": "sqlite",
-            "llm_model": None, "summary_model": None, "window_policy": "hybrid", "buffer_tokens": args.buffer_tokens,
-            "compaction": "foreground", "extract_profile": True, "extract_facts": True,
-            "archive_turns": "on_evict" if args.archive_on_evict else "on_add",
-        }
-        if args.model:
-            overrides["model"] = args.model
+        overrides = demo_overrides(args, folder)
         mem = stack.enter_context(open_memory(args, **overrides))
         t_open = time.perf_counter()
         mem.longterm.embedder.embed(["hmem demo"])  # load the model now, so its cost is measured apart

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hmem.core.checks import is_finite
 from hmem.errors import InvalidInput
 from hmem.protocols import ItemFilter
 from hmem.types import JSONScalar, MemoryItem, Message, as_datetime, check_id, check_text, coerce_messages
@@ -33,14 +34,6 @@ __all__ = [
 
 _ENTRY_KEYS = frozenset({"text", "kind", "importance", "metadata", "session_id", "source_message_id", "created_at"})
 MAX_K = 1000
-
-
-def _finite(value: float) -> bool:
-    """math.isfinite that says False for an int too large for a float (it would raise)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +69,7 @@ def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, 
 
 
 def check_importance(value: object, field_name: str = "importance") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value) or not (
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value) or not (
         0.0 <= value <= 1.0
     ):
         raise InvalidInput(f"{field_name} must be a number in [0, 1], got {value!r}", field=field_name)
@@ -185,7 +178,7 @@ def check_recall_args(
         raise InvalidInput("since must not be after until", field="since")
     half_life = None if recency_half_life is None else _half_life(recency_half_life)
     if isinstance(importance_weight, bool) or not isinstance(importance_weight, int | float) or not (
-        _finite(importance_weight) and importance_weight >= 0
+        is_finite(importance_weight) and importance_weight >= 0
     ):
         raise InvalidInput("importance_weight must be a finite number >= 0", field="importance_weight")
     if mmr_lambda is not None and (

@@ -36,6 +36,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from hmem.errors import InvalidInput
+from hmem.primitives import check_utf8
 from hmem.protocols import Tokenizer
 from hmem.types import ProfileEntry, ProfileValue, Provenance, as_datetime, check_id
 
@@ -90,10 +91,7 @@ def normalize_key(key: object, field_name: str = "key") -> str:
     """
     if not isinstance(key, str):
         raise InvalidInput(f"{field_name} must be a string, got {type(key).__name__}", field=field_name)
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field_name} is not valid UTF-8 (lone surrogate)", field=field_name) from None
+    check_utf8(key, field_name)
     text = _SEPARATORS.sub("_", unicodedata.normalize("NFKC", key).casefold().strip()).strip("_")
     if not text:
         raise InvalidInput(f"{field_name} must not be empty or only spaces/hyphens: {key!r}", field=field_name)
@@ -110,10 +108,7 @@ def normalize_key(key: object, field_name: str = "key") -> str:
 
 
 def _check_str(value: str, field_name: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field_name} is not valid UTF-8 (lone surrogate)", field=field_name) from None
+    check_utf8(value, field_name)
     if not value.strip():
         raise InvalidInput(f"{field_name} must not be empty; use delete() to remove a key", field=field_name)
     if "\x00" in value:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
+from hmem.core.profile import format_value
 from hmem.errors import InvalidInput
 from hmem.types import Hit, ProfileEntry, ProfileValue
 
@@ -47,12 +48,13 @@ _NUMERIC_FIELDS = frozenset({"confidence", "score", "importance"})
 
 
 def render_value(value: ProfileValue | None) -> str:
-    """A profile value as prompt text (lists joined with ", ")."""
-    if isinstance(value, tuple):
-        return ", ".join(value)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return "" if value is None else str(value)
+    """A profile value as prompt text: :func:`hmem.core.profile.format_value` (the one
+    rule for profile values in a prompt), ``""`` for a deleted value.
+
+    >>> render_value(("tea", "chess")), render_value(True), render_value(None)
+    ('tea, chess', 'yes', '')
+    """
+    return "" if value is None else format_value(value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,11 +36,11 @@ Example::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from hmem.core.checks import check_int_at_least, check_tokenizer, is_finite
 from hmem.core.groups import current_turn_start, group_messages, is_orphan_tool
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
@@ -49,14 +49,6 @@ from hmem.types import Message, as_datetime, utcnow
 __all__ = ["WindowResult", "hybrid_window", "message_window", "token_window"]
 
 _PINNED_ROLES = frozenset({"system", "developer"})
-
-
-def _finite(value: float) -> bool:
-    """math.isfinite that says False for an int too large for a float (it would raise)."""
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -122,29 +114,12 @@ def _coerce(messages: object) -> list[Message]:
     return out
 
 
-def _check_count(value: object, field_name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidInput(f"{field_name} must be an integer, got {type(value).__name__}", field=field_name)
-    if value < 0:
-        raise InvalidInput(f"{field_name} must be >= 0, got {value}", field=field_name)
-    return value
-
-
 def _check_fraction(value: object, field_name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value):
         raise InvalidInput(f"{field_name} must be a finite number", field=field_name)
     if not 0 < value <= 1:
         raise InvalidInput(f"{field_name} must be in (0, 1], got {value}", field=field_name)
     return float(value)
-
-
-def _check_tokenizer(tokenizer: object) -> Tokenizer:
-    if not isinstance(tokenizer, Tokenizer):
-        raise InvalidInput(
-            "tokenizer must implement hmem.protocols.Tokenizer (e.g. hmem.tokens.get_tokenizer())",
-            field="tokenizer",
-        )
-    return tokenizer
 
 
 def _cutoff(max_age: object, now: object) -> datetime | None:
@@ -232,7 +207,7 @@ def message_window(
         ['2']
     """
     items = _coerce(messages)
-    limit = _check_count(max_messages, "max_messages")
+    limit = check_int_at_least(max_messages, "max_messages", 0)
     plan, forced = _plan(items, _cutoff(max_age, now))
     count = _fewest_evictions(plan.costs(lambda _: 1), forced, limit)
     return plan.result(count)
@@ -258,8 +233,8 @@ def token_window(
         (2, 2)
     """
     items = _coerce(messages)
-    counter = _check_tokenizer(tokenizer)
-    limit = _check_count(budget, "budget")
+    counter = check_tokenizer(tokenizer)
+    limit = check_int_at_least(budget, "budget", 0)
     plan, forced = _plan(items, _cutoff(max_age, now))
     count = _fewest_evictions(_token_costs(plan, counter), forced, limit)
     return plan.result(count)
@@ -297,13 +272,13 @@ def hybrid_window(
         True
     """
     items = _coerce(messages)
-    counter = _check_tokenizer(tokenizer)
-    limit = _check_count(budget, "budget")
+    counter = check_tokenizer(tokenizer)
+    limit = check_int_at_least(budget, "budget", 0)
     high = _check_fraction(threshold, "threshold")
     low = _check_fraction(target, "target")
     if low > high:
         raise InvalidInput(f"target ({low}) must not exceed threshold ({high})", field="target")
-    floor = _check_count(min_messages, "min_messages")
+    floor = check_int_at_least(min_messages, "min_messages", 0)
     plan, forced = _plan(items, _cutoff(max_age, now))
     totals = _token_costs(plan, counter)
     tokens = totals[forced]

@@ -114,7 +114,10 @@ class SentenceTransformerEmbedder:
                 try:
                     import torch
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as hf_logging
 
+                    # A library must not draw a "Loading weights" bar on the host's stderr.
+                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
                     device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
                     self._model = SentenceTransformer(path, device=device)
                 except ImportError:

@@ -66,8 +66,9 @@ gets 403 for every other user. Errors always have the shape
 
 
 def create_app(memory: Memory, settings: Settings, options: ServerOptions | None = None) -> FastAPI:
-    """A FastAPI app serving ``memory``; auth from ``settings.api_keys``."""
-    opts = options or ServerOptions()
+    """A FastAPI app serving ``memory``; auth from ``settings.api_keys``; the body
+    limit from ``options``, else ``settings.max_body_bytes`` (``HMEM_MAX_BODY_BYTES``)."""
+    opts = options or ServerOptions(max_body_bytes=settings.max_body_bytes)
     keyring = KeyRing.parse(settings.api_keys)
     from hmem import __version__
 

@@ -3,7 +3,8 @@ PersistentClient + the real MiniLM model), plus its error handling.
 
 Bad inputs tried (each raises InvalidInput and leaves the session unchanged):
 an unknown role, a non-string content, an empty user id, a reserved message id,
-a duplicate id within the batch, a non-string query, an empty system prompt.
+a duplicate id within the batch, a batch that is a dict / None / a number, a
+non-string query, an empty system prompt.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ def test_bad_input_changes_nothing(mem: Memory) -> None:
         [{"role": "user", "content": "x", "id": SYSTEM_PROMPT_ID}],
         [{"role": "user", "content": "a", "id": "dup"}, {"role": "user", "content": "b", "id": "dup"}],
         {"role": "user", "content": "not a list"},
+        None,
+        42,
     ]
     for batch in bad_batches:
         with pytest.raises(InvalidInput):
@@ -192,3 +195,20 @@ def test_async_memory_wraps_the_same_logic(tmp_path: Path, embedder: Any) -> Non
 
     roles, text = asyncio.run(scenario())
     assert roles[-1] == "user" and "Lisbon" in text and "cat" in text
+
+
+def test_an_expired_session_takes_its_summary_out_of_the_context(tmp_path: Path, embedder: Any) -> None:
+    import time
+
+    memory = Memory.open(tmp_path / "ttl", embedder=embedder, vectors="memory", buffer_tokens=200,
+                         summary_min_messages=4, session_ttl_s=1.0)
+    try:
+        for i in range(12):
+            _chat(memory, "s1", f"Tell me about the harbour of Bergen, detail {i}.", f"Detail {i} about Bergen.")
+        assert memory.summaries.get("u1", "s1") is not None  # compaction wrote a summary
+        assert "Summary" in memory.context("u1", "s1", query="Bergen").messages[0]["content"]
+        time.sleep(1.3)  # the session expires; the SQLite summary store has no TTL of its own
+        assert memory.history("u1", "s1") == []
+        assert "Summary" not in str(memory.context("u1", "s1", query="Bergen").messages)
+    finally:
+        memory.close()

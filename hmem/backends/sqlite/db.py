@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -42,6 +43,7 @@ class SqliteDatabase:
         self._local = threading.local()
         self._lock = threading.RLock()  # serializes writers of a :memory: db
         self._shared: sqlite3.Connection | None = None
+        self._opened: list[sqlite3.Connection] = []
         self._closed = False
         if self.path != ":memory:":
             try:
@@ -84,6 +86,8 @@ class SqliteDatabase:
             conn = self._open()
             self._local.conn = conn
             self._local.pid = os.getpid()
+            with self._lock:  # remembered so close() can close every thread's connection
+                self._opened.append(conn)
         return conn
 
     @contextmanager
@@ -117,15 +121,19 @@ class SqliteDatabase:
                 conn.execute("COMMIT")
 
     def close(self) -> None:
-        """Close this thread's connection (and the shared one of a :memory: db)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-        if self._shared is not None:
-            self._shared.close()
-            self._shared = None
-        self._closed = True
+        """Close every connection this handle opened, in any thread (idempotent).
+
+        Call it once the threads that used the handle are done with it."""
+        with self._lock:
+            self._closed = True
+            opened, self._opened = self._opened, []
+            if self._shared is not None:
+                opened.append(self._shared)
+                self._shared = None
+        for conn in opened:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # made before a fork: not ours
+                conn.close()
+        self._local.conn = None
 
 
 @contextmanager

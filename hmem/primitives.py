@@ -1,0 +1,134 @@
+"""The primitive values every hmem type is built from: size limits, ids, the clock,
+and the checks of ids, text and timestamps.
+
+Imports nothing from hmem except :mod:`hmem.errors`; :mod:`hmem.types` re-exports
+every public name, so ``from hmem.types import check_id`` keeps working.
+
+Example::
+
+    >>> check_id("user-1", "user_id")
+    'user-1'
+    >>> as_datetime("2024-05-01T12:00:00Z").isoformat()
+    '2024-05-01T12:00:00+00:00'
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import TypeAlias
+
+from hmem.errors import InvalidInput
+
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_ID_CHARS",
+    "JSONScalar",
+    "as_datetime",
+    "check_id",
+    "check_text",
+    "check_utf8",
+    "new_id",
+    "utcnow",
+]
+
+#: Largest accepted message content / memory text, in characters (about 1 MB of
+#: ASCII). Bigger payloads are almost always a bug (a file pasted by accident).
+MAX_CONTENT_CHARS = 1_000_000
+#: Longest accepted id (user, session, message, item), in characters.
+MAX_ID_CHARS = 256
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+
+
+def utcnow() -> datetime:
+    """The current time as a timezone-aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    """A fresh random id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def check_id(value: object, field_name: str) -> str:
+    """Return ``value`` if it is a usable id, else raise :class:`InvalidInput`.
+
+    An id is a non-empty string of at most :data:`MAX_ID_CHARS` characters without
+    control characters or surrounding whitespace.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
+    if not value or not value.strip():
+        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
+    if value != value.strip():
+        raise InvalidInput(f"{field_name} must not start or end with whitespace: {value!r}", field=field_name)
+    if len(value) > MAX_ID_CHARS:
+        raise InvalidInput(f"{field_name} is longer than {MAX_ID_CHARS} characters", field=field_name)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise InvalidInput(f"{field_name} must not contain control characters: {value!r}", field=field_name)
+    check_utf8(value, field_name)
+    return value
+
+
+def check_text(value: object, field_name: str, *, allow_empty: bool = True) -> str:
+    """Return ``value`` if it is acceptable text content, else raise :class:`InvalidInput`."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name} must be a string, got {type(value).__name__}", field=field_name)
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
+    if len(value) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"{field_name} has {len(value):,} characters; the limit is {MAX_CONTENT_CHARS:,}",
+            field=field_name,
+        )
+    check_utf8(value, field_name)
+    return value
+
+
+def check_utf8(value: str, field_name: str) -> None:
+    """Raise :class:`InvalidInput` when ``value`` cannot be encoded as UTF-8."""
+    # Lone surrogates (e.g. from bytes decoded with 'surrogateescape') cannot be
+    # stored as UTF-8 by any backend; reject them up front.
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field_name} is not valid UTF-8 (lone surrogate)", field=field_name) from None
+
+
+def as_datetime(value: object, field_name: str = "created_at") -> datetime:
+    """Coerce a datetime, ISO-8601 string or epoch seconds to an aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, bool):
+        raise InvalidInput(f"{field_name} must be a datetime, ISO string or epoch seconds", field=field_name)
+    elif isinstance(value, int | float):
+        try:  # float() of a huge int overflows too
+            seconds = float(value)
+        except OverflowError:
+            raise InvalidInput(f"{field_name} is out of range (epoch seconds)", field=field_name) from None
+        if not math.isfinite(seconds):
+            raise InvalidInput(f"{field_name} must be finite", field=field_name)
+        try:
+            dt = datetime.fromtimestamp(seconds, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidInput(f"{field_name} is out of range: {value!r}", field=field_name) from None
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidInput(f"{field_name} is not an ISO-8601 timestamp: {value!r}", field=field_name) from None
+    else:
+        raise InvalidInput(
+            f"{field_name} must be a datetime, ISO string or epoch seconds, got {type(value).__name__}",
+            field=field_name,
+        )
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00+05:00 is before year 1 in UTC
+        raise InvalidInput(
+            f"{field_name} is out of range: {value!r} (it must fall within years 1-9999 in UTC)", field=field_name
+        ) from None
