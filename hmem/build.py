@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from hmem.background import SerialWorker
 from hmem.compaction import Compactor
 from hmem.config import Settings
 from hmem.core.window import hybrid_window, message_window, token_window
@@ -116,6 +117,7 @@ def _compose(
         extract_profile=settings.extract_profile,
         extract_facts=settings.extract_facts,
         archive_turns=settings.archive_turns,
+        extraction=settings.extraction,
     )
     closers.append(db.close)
     return Memory(
@@ -127,6 +129,7 @@ def _compose(
         profile_extractor=LLMProfileExtractor(chat_llm, model=side_model) if chat_llm else OfflineProfileExtractor(),
         fact_extractor=LLMFactExtractor(chat_llm, model=side_model) if chat_llm else OfflineFactExtractor(),
         options=options,
+        worker=SerialWorker(name="hmem-pipeline") if settings.extraction == "background" else None,
         on_close=closers,
     )
 

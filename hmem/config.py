@@ -98,6 +98,7 @@ class Settings:
     summary_cap_tokens: int = 400
     compaction: CompactionMode = "foreground"
     archive_turns: Literal["on_add", "on_evict"] = "on_add"
+    extraction: Literal["foreground", "background"] = "foreground"  # where add()'s post-append work runs
     extract_profile: bool = True
     extract_facts: bool = True
     profile_max_keys: int = 200

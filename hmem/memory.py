@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from hmem.background import SerialWorker
 from hmem.compaction import CompactionResult, Compactor, split_covered
 from hmem.core.assemble import TierCaps, assemble, budget_for
 from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
@@ -76,6 +77,12 @@ class MemoryOptions:
     ``"on_evict"`` archives a turn only when compaction removes it from the buffer
     (less indexing work; a past session's newest turns are then recallable only
     through the facts extracted from them).
+
+    ``extraction``: ``"background"`` runs everything after the append (archiving,
+    profile and fact extraction — an LLM call when one is configured — and
+    compaction) in order on a :class:`~hmem.background.SerialWorker`, so ``add()``
+    returns once the messages are durably stored; :meth:`Memory.flush` waits for it.
+    ``AddResult.profile``/``facts``/``compaction`` are then empty.
     """
 
     model: str = "gpt-4o-mini"
@@ -87,12 +94,15 @@ class MemoryOptions:
     extract_profile: bool = True
     extract_facts: bool = True
     archive_turns: Literal["on_evict", "on_add"] = "on_add"
+    extraction: Literal["foreground", "background"] = "foreground"
 
     def __post_init__(self) -> None:
         if self.reply_reserve < 0 or self.recall_k < 0:
             raise InvalidInput("reply_reserve and recall_k must not be negative", field="options")
         if self.compaction not in ("foreground", "background", "off"):
             raise InvalidInput("compaction must be foreground, background or off", field="compaction")
+        if self.extraction not in ("foreground", "background"):
+            raise InvalidInput("extraction must be foreground or background", field="extraction")
         if self.archive_turns not in ("on_evict", "on_add"):
             raise InvalidInput("archive_turns must be on_evict or on_add", field="archive_turns")
 
@@ -127,6 +137,7 @@ class Memory:
         fact_extractor: FactExtractor | None = None,
         options: MemoryOptions | None = None,
         tokenizer_for: Callable[[str], Tokenizer] = get_tokenizer,
+        worker: SerialWorker | None = None,
         on_close: Sequence[Callable[[], None]] = (),
     ) -> None:
         self.sessions = sessions
@@ -137,6 +148,10 @@ class Memory:
         self.profile_extractor = profile_extractor
         self.fact_extractor = fact_extractor
         self.options = options or MemoryOptions()
+        if self.options.extraction == "background" and worker is None:
+            raise InvalidInput("extraction='background' needs a worker (hmem.background.SerialWorker)",
+                               field="worker")
+        self.worker = worker if self.options.extraction == "background" else None
         self._tokenizer_for = tokenizer_for
         self._on_close = list(on_close)
         self._closed = False
@@ -195,22 +210,42 @@ class Memory:
             raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="id")
         version = self.sessions.append(user, session, batch)
         try:
+            previous = None
             if self.options.archive_turns == "on_add" and batch:
+                # Found now, right after the append: later appends must not shift it.
                 previous = self._message_before(user, session, batch[0].id, len(batch))
-                self.longterm.archive_turns(user, session, batch, previous=previous)
-            user_turns = [m for m in batch if m.role == "user" and m.content]
-            profile_result = self._extract_profile(user, session, user_turns)
-            facts = self._extract_facts(user, session, user_turns)
+            profile_result: AppliedUpdates | None = None
+            facts: tuple[RememberResult, ...] = ()
             compaction = None
-            if self.options.compaction == "foreground":
-                compaction = self.compactor.compact(user, session)
-            elif self.options.compaction == "background":
-                self.compactor.submit(user, session)
+            if self.options.extraction == "background" and self.worker is not None:
+                # Archive, extraction and then compaction run in order on the worker;
+                # add() returns once the messages are durably appended.
+                self.worker.submit(lambda: self._after_append(user, session, batch, previous))
+            else:
+                profile_result, facts, compaction = self._after_append(user, session, batch, previous)
         except Exception as exc:
             log.warning("add(%r, %r): the messages are stored (version %d) but a later step failed: %s: %s",
                         user, session, version, type(exc).__name__, exc)
             raise
         return AddResult(version, tuple(m.id for m in batch), profile_result, facts, compaction)
+
+    def _after_append(
+        self, user: str, session: str, batch: list[Message], previous: Message | None
+    ) -> tuple[AppliedUpdates | None, tuple[RememberResult, ...], CompactionResult | None]:
+        """The pipeline after the append: archive turns, extract profile and facts,
+        compact (on the calling thread — the worker's, with background extraction —
+        or handed to the compactor's own worker)."""
+        if self.options.archive_turns == "on_add" and batch:
+            self.longterm.archive_turns(user, session, batch, previous=previous)
+        user_turns = [m for m in batch if m.role == "user" and m.content]
+        profile_result = self._extract_profile(user, session, user_turns)
+        facts = self._extract_facts(user, session, user_turns)
+        compaction = None
+        if self.options.compaction == "foreground":
+            compaction = self.compactor.compact(user, session)
+        elif self.options.compaction == "background":
+            self.compactor.submit(user, session)
+        return profile_result, facts, compaction
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
         # The archived turn keeps the turn before it (see hmem.core.index_text); read after
@@ -436,16 +471,21 @@ class Memory:
     # -- lifecycle --------------------------------------------------------------------------
 
     def flush(self, timeout: float | None = 60.0) -> bool:
-        """Wait until background compaction has caught up; True if it did."""
+        """Wait until background extraction and compaction have caught up; True if they did."""
+        done = True
+        if self.worker is not None:
+            done = self.worker.flush(timeout)
         if self.options.compaction == "background":
-            return self.compactor.flush(timeout)
-        return True
+            done = self.compactor.flush(timeout) and done
+        return done
 
     def close(self) -> None:
         """Finish background work and release stores and clients (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        if self.worker is not None:
+            self.worker.close(timeout=60.0)
         self.compactor.close(timeout=60.0)
         for closer in self._on_close:
             try:

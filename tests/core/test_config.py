@@ -24,13 +24,14 @@ def test_env_values_are_converted() -> None:
             "HMEM_EXTRACT_FACTS": "off",
             "HMEM_API_KEYS": "k1, k2,,",
             "HMEM_SESSION_TTL_S": "",
-            "HMEM_COMPACTION": "background",
+            "HMEM_COMPACTION": "background", "HMEM_EXTRACTION": "background",
             "PATH": "/usr/bin",
             "HMEM_NOT_A_SETTING": "ignored like any other env var",
         }
     )
     assert s.buffer_tokens == 3000 and s.summary_threshold == 0.8 and s.extract_facts is False
     assert s.api_keys == ("k1", "k2") and s.session_ttl_s is None and s.compaction == "background"
+    assert s.extraction == "background"
 
 
 def test_redis_url_applies_to_stores_not_set_explicitly() -> None:
@@ -63,6 +64,7 @@ BAD = [
     {"HMEM_SESSIONS": "mongodb://x"},
     {"HMEM_VECTORS": "pinecone"},
     {"HMEM_COMPACTION": "sometimes"},
+    {"HMEM_EXTRACTION": "later"},
     {"HMEM_EXTRACT_FACTS": "maybe"},
     {"HMEM_EMBED_PROVIDER": "openai"},
     {"HMEM_SESSION_TTL_S": "-1"},
