@@ -37,10 +37,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from hmem.core.bm25 import Bm25Index, check_bm25_params, check_doc, check_docs, check_search, term_counts
+from hmem.core.bm25 import (
+    Bm25Index,
+    check_cached_index_settings,
+    check_doc,
+    check_docs,
+    check_search,
+    term_counts,
+)
 from hmem.core.index_text import lexical_text
 from hmem.core.text import DEFAULT_CJK_MODE, CjkMode, tokenize
-from hmem.errors import ConfigError
 from hmem.protocols import ScoredId
 from hmem.types import MemoryItem, check_id
 
@@ -87,12 +93,7 @@ class SharedLexicalIndex:
         cjk: CjkMode = DEFAULT_CJK_MODE,
         max_cached_users: int = 64,
     ) -> None:
-        try:
-            check_bm25_params(k1, b, epsilon)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        if isinstance(max_cached_users, bool) or not isinstance(max_cached_users, int) or max_cached_users < 1:
-            raise ConfigError(f"max_cached_users must be a positive integer, got {max_cached_users!r}")
+        check_cached_index_settings(k1, b, epsilon, max_cached_users)
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._items = items
         self._text_of = text_of

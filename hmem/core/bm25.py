@@ -50,6 +50,19 @@ def term_counts(tokens: Iterable[str]) -> dict[str, int]:
     return dict(Counter(tokens))
 
 
+def check_cached_index_settings(k1: float, b: float, epsilon: float, max_cached_users: int) -> None:
+    """:class:`~hmem.errors.ConfigError` unless the BM25 parameters and the per-user
+    cache size of a cached lexical index (SQLite, shared) are usable."""
+    from hmem.errors import ConfigError
+
+    try:
+        check_bm25_params(k1, b, epsilon)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if isinstance(max_cached_users, bool) or not isinstance(max_cached_users, int) or max_cached_users < 1:
+        raise ConfigError(f"max_cached_users must be a positive integer, got {max_cached_users!r}")
+
+
 def check_bm25_params(k1: float, b: float, epsilon: float) -> None:
     """Raise ``ValueError`` unless 0 ≤ k1, 0 ≤ b ≤ 1 and epsilon are finite numbers."""
     for name, value in (("k1", k1), ("b", b), ("epsilon", epsilon)):

@@ -45,7 +45,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.core.bm25 import Bm25Index, check_bm25_params, check_doc, check_docs, check_search, term_counts
+from hmem.core.bm25 import (
+    Bm25Index,
+    check_cached_index_settings,
+    check_doc,
+    check_docs,
+    check_search,
+    term_counts,
+)
 from hmem.core.text import DEFAULT_CJK_MODE, CjkMode, tokenize, tokenizer_signature
 from hmem.errors import ConfigError
 from hmem.protocols import ScoredId
@@ -104,12 +111,7 @@ class SqliteLexicalIndex:
         max_cached_users: int = 64,
         change_log_keep: int = CHANGE_LOG_KEEP,
     ) -> None:
-        try:
-            check_bm25_params(k1, b, epsilon)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-        if isinstance(max_cached_users, bool) or not isinstance(max_cached_users, int) or max_cached_users < 1:
-            raise ConfigError(f"max_cached_users must be a positive integer, got {max_cached_users!r}")
+        check_cached_index_settings(k1, b, epsilon, max_cached_users)
         if isinstance(change_log_keep, bool) or not isinstance(change_log_keep, int) or change_log_keep < 1:
             raise ConfigError(f"change_log_keep must be a positive integer, got {change_log_keep!r}")
         self.k1, self.b, self.epsilon = k1, b, epsilon
