@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["eval", "longterm", "lexical", "sessions", "summary", "server", "redis-items", "window", "tokens"]
+ORDER = ["eval", "longterm", "lexical", "sessions", "summary", "server", "redis-items", "caps", "window", "tokens"]
 
 
 def main() -> None:
