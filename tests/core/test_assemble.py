@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -12,49 +11,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from toy_tokenizer import ToyTokenizer
 
 from hmem.core.assemble import TRUNCATION_MARKER, UNCAPPED, TierCaps, assemble, budget_for
 from hmem.core.groups import group_messages, is_orphan_tool, split_current_turn
 from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import BudgetError, InvalidInput
 from hmem.protocols import Tokenizer
+from hmem.tokens import get_tokenizer
 from hmem.types import TIERS, AssembledContext, Hit, MemoryItem, Message, ProfileEntry, ToolCall
 
-try:
-    from hmem.tokens import get_tokenizer
-except ImportError:  # pragma: no cover - the real tokenizer lands in a parallel change
-    get_tokenizer = None  # type: ignore[assignment]
-
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class ToyTokenizer:
-    """One token per ASCII word, per other non-space character; 4 per message; 3 primer."""
-
-    name: str = "toy"
-
-    def count(self, text: str) -> int:
-        return len(re.findall(r"[A-Za-z0-9_]+|\S", text))
-
-    def count_message(self, message: Message) -> int:
-        total = 4 + self.count(message.text)
-        for call in message.tool_calls:
-            total += 4 + self.count(call.name) + self.count(call.arguments)
-        return total + (self.count(message.tool_call_id) if message.tool_call_id else 0)
-
-    def count_messages(self, messages: Sequence[Message]) -> int:
-        return sum(self.count_message(m) for m in messages) + 3
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        low, high = 0, len(text)
-        while low < high:
-            middle = (low + high + 1) // 2
-            if self.count(text[:middle]) <= max_tokens:
-                low = middle
-            else:
-                high = middle - 1
-        return text[:low]
 
 
 @dataclass(frozen=True)
@@ -69,9 +36,7 @@ class LumpyTokenizer(ToyTokenizer):
         return super().count_messages(messages) + sum(m.text.count("\n") for m in messages)
 
 
-TOKENIZERS: list[Tokenizer] = [ToyTokenizer(), LumpyTokenizer()]
-if get_tokenizer is not None:
-    TOKENIZERS.append(get_tokenizer("gpt-4o-mini"))
+TOKENIZERS: list[Tokenizer] = [ToyTokenizer(), LumpyTokenizer(), get_tokenizer("gpt-4o-mini")]
 TOKENIZER_IDS = [t.name for t in TOKENIZERS]
 
 TEXT = st.text(alphabet=st.sampled_from(list("ab cd ef 你好世界北京 🐼🎉👍🏽 .,!\n{}")), min_size=1, max_size=40)

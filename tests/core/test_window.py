@@ -2,68 +2,24 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from toy_tokenizer import ToyTokenizer
 
 from hmem.core.groups import group_messages, is_orphan_tool
 from hmem.core.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
+from hmem.tokens import get_tokenizer
 from hmem.types import Message, ToolCall
-
-try:
-    from hmem.tokens import get_tokenizer
-except ImportError:  # pragma: no cover - the real tokenizer lands in a parallel change
-    get_tokenizer = None  # type: ignore[assignment]
 
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 
 
-# -- a tiny deterministic tokenizer (protocol reference for the pure core) ----------
-
-
-@dataclass(frozen=True)
-class ToyTokenizer:
-    """One token per ASCII word, per other non-space character; 4 per message; 3 primer."""
-
-    name: str = "toy"
-
-    def count(self, text: str) -> int:
-        return len(re.findall(r"[A-Za-z0-9_]+|\S", text))
-
-    def count_message(self, message: Message) -> int:
-        total = 4 + self.count(message.text)
-        if message.name:
-            total += 1 + self.count(message.name)
-        for call in message.tool_calls:
-            total += 4 + self.count(call.name) + self.count(call.arguments)
-        if message.tool_call_id:
-            total += self.count(message.tool_call_id)
-        return total
-
-    def count_messages(self, messages: Sequence[Message]) -> int:
-        return sum(self.count_message(m) for m in messages) + 3
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        low, high = 0, len(text)
-        while low < high:  # longest prefix within max_tokens
-            middle = (low + high + 1) // 2
-            if self.count(text[:middle]) <= max_tokens:
-                low = middle
-            else:
-                high = middle - 1
-        return text[:low]
-
-
-TOKENIZERS: list[Tokenizer] = [ToyTokenizer()]
-if get_tokenizer is not None:
-    TOKENIZERS.append(get_tokenizer("gpt-4o-mini"))
+TOKENIZERS: list[Tokenizer] = [ToyTokenizer(), get_tokenizer("gpt-4o-mini")]
 TOKENIZER_IDS = [t.name for t in TOKENIZERS]
 
 
