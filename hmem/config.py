@@ -29,8 +29,8 @@ __all__ = ["Settings", "mask_url"]
 
 ENV_PREFIX = "HMEM_"
 
-#: Other spellings of a variable, as documented elsewhere (docs/summary.md and
-#: ``hmem.providers.llm.llm_from_env`` say ``HMEM_LLM_TIMEOUT``); the canonical name wins.
+#: Other accepted spellings of a variable (docs/summary.md says ``HMEM_LLM_TIMEOUT``);
+#: the canonical name wins.
 ENV_ALIASES = {"HMEM_LLM_TIMEOUT": "llm_timeout_s"}
 
 CompactionMode = Literal["foreground", "background", "off"]

@@ -26,7 +26,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +34,7 @@ from hmem.errors import ConfigError, LLMError
 from hmem.protocols import LLMReply
 from hmem.types import Message, Usage
 
-__all__ = ["LLMCall", "OpenAICompatibleLLM", "llm_from_env", "summary_model_from_env"]
+__all__ = ["LLMCall", "OpenAICompatibleLLM"]
 
 log = logging.getLogger(__name__)
 
@@ -229,37 +229,3 @@ def _usage_of(response: Any) -> Usage:
     if usage is None:
         return Usage()
     return Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
-
-
-def llm_from_env(environ: Mapping[str, str], **kwargs: Any) -> OpenAICompatibleLLM | None:
-    """The LLM configured by ``HMEM_LLM_BASE_URL`` / ``HMEM_LLM_API_KEY`` / ``HMEM_LLM_MODEL``
-    in ``environ`` (pass ``os.environ`` or a settings mapping), or None when no model is
-    set — hmem then runs fully offline (extractive summaries). ``HMEM_LLM_TIMEOUT``
-    (seconds) overrides the 60 s default.
-
-    >>> llm_from_env({}) is None
-    True
-    >>> llm_from_env({"HMEM_LLM_MODEL": "qwen2.5:7b", "HMEM_LLM_BASE_URL": "http://127.0.0.1:11434/v1"}).model
-    'qwen2.5:7b'
-    """
-    model = (environ.get("HMEM_LLM_MODEL") or "").strip()
-    if not model:
-        return None
-    if "HMEM_LLM_TIMEOUT" in environ and "timeout" not in kwargs:
-        try:
-            kwargs["timeout"] = float(environ["HMEM_LLM_TIMEOUT"])
-        except ValueError:
-            raise ConfigError(
-                f"HMEM_LLM_TIMEOUT must be a number of seconds, got {environ['HMEM_LLM_TIMEOUT']!r}"
-            ) from None
-    return OpenAICompatibleLLM(
-        base_url=(environ.get("HMEM_LLM_BASE_URL") or None),
-        api_key=(environ.get("HMEM_LLM_API_KEY") or None),
-        model=model,
-        **kwargs,
-    )
-
-
-def summary_model_from_env(environ: Mapping[str, str]) -> str | None:
-    """``HMEM_SUMMARY_MODEL`` (a cheaper model for summaries/extraction), else ``HMEM_LLM_MODEL``."""
-    return (environ.get("HMEM_SUMMARY_MODEL") or "").strip() or (environ.get("HMEM_LLM_MODEL") or "").strip() or None

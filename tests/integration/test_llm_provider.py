@@ -8,9 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from hmem.build import build_llm
+from hmem.config import Settings
 from hmem.core.extractive import detect_language
 from hmem.errors import ConfigError, LLMError
-from hmem.providers.llm import OpenAICompatibleLLM, llm_from_env, summary_model_from_env
+from hmem.providers.llm import OpenAICompatibleLLM
 from hmem.summarizer import Summarizer
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 from hmem.tokens import get_tokenizer
@@ -154,14 +156,16 @@ def test_bad_provider_settings(kwargs: dict[str, object]) -> None:
 
 
 def test_settings_from_environment() -> None:
-    assert llm_from_env({}) is None
+    assert build_llm(Settings.from_env({})) is None
     env = {"HMEM_LLM_MODEL": "qwen2.5:7b", "HMEM_LLM_BASE_URL": "http://127.0.0.1:1/v1", "HMEM_LLM_TIMEOUT": "7"}
-    llm = llm_from_env(env)
-    assert llm is not None and (llm.model, llm.base_url, llm.timeout) == ("qwen2.5:7b", "http://127.0.0.1:1/v1", 7.0)
-    assert summary_model_from_env(env) == "qwen2.5:7b"
-    assert summary_model_from_env({**env, "HMEM_SUMMARY_MODEL": "qwen2.5:0.5b"}) == "qwen2.5:0.5b"
+    settings = Settings.from_env(env)
+    llm = build_llm(settings)
+    assert isinstance(llm, OpenAICompatibleLLM)
+    assert (llm.model, llm.base_url, llm.timeout) == ("qwen2.5:7b", "http://127.0.0.1:1/v1", 7.0)
+    assert settings.effective_summary_model == "qwen2.5:7b"
+    assert Settings.from_env({**env, "HMEM_SUMMARY_MODEL": "qwen2.5:0.5b"}).effective_summary_model == "qwen2.5:0.5b"
     with pytest.raises(ConfigError, match="HMEM_LLM_TIMEOUT"):
-        llm_from_env({**env, "HMEM_LLM_TIMEOUT": "soon"})
+        Settings.from_env({**env, "HMEM_LLM_TIMEOUT": "soon"})
     assert "test-key" not in repr(OpenAICompatibleLLM(base_url=None, api_key="test-key", model="m"))
 
 

@@ -128,7 +128,7 @@ def test_summary_model_is_used_for_extraction_too(tmp_path: Path) -> None:
 
 
 def test_llm_timeout_documented_spelling_is_honoured() -> None:
-    # docs/summary.md and llm_from_env say HMEM_LLM_TIMEOUT; Settings called it HMEM_LLM_TIMEOUT_S
+    # docs/summary.md says HMEM_LLM_TIMEOUT; Settings called it HMEM_LLM_TIMEOUT_S
     # and silently ignored the documented name.
     settings = Settings.from_env({"HMEM_LLM_TIMEOUT": "7.5", "HMEM_LLM_MODEL": "m"})
     llm = build_llm(settings)
