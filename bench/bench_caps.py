@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from hmem.core.assemble import UNCAPPED, TierCaps
+from hmem.assembly.assemble import UNCAPPED, TierCaps
 from hmem.eval.datasets import load_locomo, load_sample
 from hmem.eval.runner import conversation_batches
 from hmem.memory import Memory

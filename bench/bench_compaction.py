@@ -33,10 +33,10 @@ from hmem.backends.memory.summaries import MemorySummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
-from hmem.compaction import Compactor
-from hmem.core.window import hybrid_window
 from hmem.providers.llm import OpenAICompatibleLLM
-from hmem.summarizer import Summarizer
+from hmem.session.compaction import Compactor
+from hmem.session.summarizer import Summarizer
+from hmem.session.window import hybrid_window
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 from hmem.tokens import get_tokenizer
 from hmem.types import Message

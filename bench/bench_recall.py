@@ -34,7 +34,7 @@ from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
-from hmem.longterm import LongTermStore
+from hmem.longterm.store import LongTermStore
 from hmem.providers.embed import CachedEmbedder, SentenceTransformerEmbedder, SqliteEmbeddingCache
 
 SUBJECTS = ["I", "My sister", "My boss", "Our neighbour", "My friend Tom", "My daughter", "We", "My partner",

@@ -24,10 +24,10 @@ from pathlib import Path
 from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.redis.client import connect_redis
 from hmem.backends.redis.items import RedisItemStore
-from hmem.backends.shared_lexical import SharedLexicalIndex
+from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
-from hmem.core.index_text import lexical_text
+from hmem.longterm.index_text import lexical_text
 from hmem.protocols import ItemFilter, ItemStore
 from hmem.types import MemoryItem
 

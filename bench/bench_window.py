@@ -1,4 +1,4 @@
-"""Window policy latency: hmem.core.window vs the naive recount-per-trial baseline.
+"""Window policy latency: hmem.session.window vs the naive recount-per-trial baseline.
 
 The baseline is the previous implementation, kept here verbatim in spirit: a binary
 search over eviction counts that re-tokenizes the whole kept list for every trial cut
@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from hmem.core.window import WindowResult, _coerce, _cutoff, _plan, hybrid_window, token_window
 from hmem.protocols import Tokenizer
+from hmem.session.window import WindowResult, _coerce, _cutoff, _plan, hybrid_window, token_window
 from hmem.tokens import get_tokenizer
 from hmem.types import Message, ToolCall
 

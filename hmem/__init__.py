@@ -9,11 +9,11 @@ Example::
 
 from __future__ import annotations
 
+from hmem._version import __version__
 from hmem.aio import AsyncMemory
+from hmem.assembly.assemble import UNCAPPED, TierCaps, assemble, budget_for
+from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.config import Settings
-from hmem.core.assemble import UNCAPPED, TierCaps, assemble, budget_for
-from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
-from hmem.core.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.errors import (
     BackendUnavailable,
     BudgetError,
@@ -28,8 +28,9 @@ from hmem.errors import (
     ProviderError,
 )
 from hmem.memory import AddResult, Memory, MemoryOptions
-from hmem.models import ModelInfo, context_window, resolve_model
+from hmem.session.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.tokens import count_tokens, get_tokenizer
+from hmem.tokens.models import ModelInfo, context_window, resolve_model
 from hmem.types import (
     AssembledContext,
     AssemblyReport,
@@ -44,8 +45,6 @@ from hmem.types import (
     ToolCall,
     Usage,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TEMPLATE",

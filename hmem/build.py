@@ -19,15 +19,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hmem.background import SerialWorker
-from hmem.compaction import Compactor
+from hmem._worker import SerialWorker
 from hmem.config import Settings
-from hmem.core.window import hybrid_window, message_window, token_window
 from hmem.errors import ConfigError
-from hmem.extract.facts import LLMFactExtractor, OfflineFactExtractor
-from hmem.extract.profile import LLMProfileExtractor, OfflineProfileExtractor
-from hmem.longterm import LongTermStore
+from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
+from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory, MemoryOptions
+from hmem.profile.extract import LLMProfileExtractor, OfflineProfileExtractor
 from hmem.protocols import (
     LLM,
     Embedder,
@@ -39,7 +37,9 @@ from hmem.protocols import (
     Tokenizer,
     VectorIndex,
 )
-from hmem.summarizer import Summarizer
+from hmem.session.compaction import Compactor
+from hmem.session.summarizer import Summarizer
+from hmem.session.window import hybrid_window, message_window, token_window
 from hmem.tokens import get_tokenizer
 from hmem.types import Message
 
@@ -210,7 +210,7 @@ def _item_stores(
         return MemoryItemStore(), MemoryLexicalIndex()
     from hmem.backends.redis.client import connect_redis, mask_url, warn_fallback
     from hmem.backends.redis.items import RedisItemStore
-    from hmem.backends.shared_lexical import SharedLexicalIndex
+    from hmem.backends.redis.lexical import SharedLexicalIndex
     from hmem.errors import BackendUnavailable
 
     tiers = opened.get(settings.items)  # the sessions' Redis too: reuse its pool (or its fallback)

@@ -26,16 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from hmem.background import SerialWorker
-from hmem.compaction import CompactionResult, Compactor, split_covered
-from hmem.core.assemble import TierCaps, assemble, budget_for
-from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem._worker import SerialWorker
+from hmem.assembly.assemble import TierCaps, assemble, budget_for
+from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import ConflictError, InvalidInput
-from hmem.extract.facts import ExtractionResult
-from hmem.extract.profile import AppliedUpdates, ProfileExtractor, apply_updates
-from hmem.models import resolve_model
+from hmem.longterm.facts import ExtractionResult
+from hmem.profile.extract import AppliedUpdates, ProfileExtractor, apply_updates
 from hmem.protocols import LLM, Embedder, ProfileStore, SessionStore, SummaryStore, Tokenizer
+from hmem.session.compaction import CompactionResult, Compactor, split_covered
 from hmem.tokens import get_tokenizer
+from hmem.tokens.models import resolve_model
 from hmem.types import (
     AssembledContext,
     Hit,
@@ -49,7 +49,7 @@ from hmem.types import (
 
 if TYPE_CHECKING:
     from hmem.config import Settings
-    from hmem.longterm import LongTermStore, RememberResult
+    from hmem.longterm.store import LongTermStore, RememberResult
 
 __all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "Memory", "MemoryOptions"]
 
@@ -80,7 +80,7 @@ class MemoryOptions:
 
     ``extraction``: ``"background"`` runs everything after the append (archiving,
     profile and fact extraction — an LLM call when one is configured — and
-    compaction) in order on a :class:`~hmem.background.SerialWorker`, so ``add()``
+    compaction) in order on a :class:`~hmem._worker.SerialWorker`, so ``add()``
     returns once the messages are durably stored; :meth:`Memory.flush` waits for it.
     ``AddResult.profile``/``facts``/``compaction`` are then empty.
     """
@@ -149,7 +149,7 @@ class Memory:
         self.fact_extractor = fact_extractor
         self.options = options or MemoryOptions()
         if self.options.extraction == "background" and worker is None:
-            raise InvalidInput("extraction='background' needs a worker (hmem.background.SerialWorker)",
+            raise InvalidInput("extraction='background' needs a worker (hmem._worker.SerialWorker)",
                                field="worker")
         self.worker = worker if self.options.extraction == "background" else None
         self._tokenizer_for = tokenizer_for
@@ -248,7 +248,7 @@ class Memory:
         return profile_result, facts, compaction
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
-        # The archived turn keeps the turn before it (see hmem.core.index_text); read after
+        # The archived turn keeps the turn before it (see hmem.longterm.index_text); read after
         # the append so a concurrent writer's message, if it came first, is the one found.
         # A few extra messages cover appends that landed right after ours.
         loaded = self.sessions.load(user, session, batch_size + 8).messages

@@ -341,7 +341,7 @@ class ItemStore(Protocol):
 
     def find_duplicate(self, user_id: str, kind: str, text: str) -> MemoryItem | None:
         """An item of this user and kind whose normalized text equals ``text``'s
-        (:func:`hmem.core.dedup.dedup_key`), or None."""
+        (:func:`hmem.longterm.dedup.dedup_key`), or None."""
         ...
 
     def delete(self, user_id: str, ids: Sequence[str]) -> int:

@@ -214,7 +214,7 @@ def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
 
 def _check_profile_record(record: dict[str, Any]) -> dict[str, Any]:
     """The profile store's own rules, applied before the first write of an import."""
-    from hmem.core.profile import check_confidence, coerce_value, normalize_key
+    from hmem.profile.model import check_confidence, coerce_value, normalize_key
 
     normalize_key(record["key"])
     if record["value"] is not None:

@@ -4,9 +4,9 @@ This module defines the stored records (sessions, summaries, profile entries, me
 items, hits) and re-exports the rest, so ``from hmem.types import X`` works for every
 name in ``__all__``:
 
-* :mod:`hmem.primitives` — limits, ids, clock; checks of ids, text and timestamps;
-* :mod:`hmem.message` — :class:`Message` and :class:`ToolCall` (OpenAI shape);
-* :mod:`hmem.assembly_types` — the assembler's tiers, report and result.
+* :mod:`hmem._primitives` — limits, ids, clock; checks of ids, text and timestamps;
+* :mod:`hmem._message` — :class:`Message` and :class:`ToolCall` (OpenAI shape);
+* :mod:`hmem._assembly_types` — the assembler's tiers, report and result.
 
 None of them imports anything from hmem but :mod:`hmem.errors` (and each other, in
 that order), so every other module may depend on this one.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, TypeAlias
 
-from hmem.assembly_types import (
+from hmem._assembly_types import (
     TIERS,
     AssembledContext,
     AssemblyReport,
@@ -35,8 +35,8 @@ from hmem.assembly_types import (
     Tier,
     TierReport,
 )
-from hmem.message import ROLES, Message, Role, ToolCall, coerce_messages, message_ids
-from hmem.primitives import (
+from hmem._message import ROLES, Message, Role, ToolCall, coerce_messages, message_ids
+from hmem._primitives import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     JSONScalar,

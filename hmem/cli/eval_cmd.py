@@ -131,7 +131,7 @@ def _run(args: argparse.Namespace) -> int:
 def _render(console: Console, run: EvalRun, paths: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from hmem.eval.report import REFERENCE_NAMES, REFERENCES
+    from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES
 
     ks = run.ks
     console.print(

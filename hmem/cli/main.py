@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from hmem import __version__
+    from hmem._version import __version__
 
     return __version__
 

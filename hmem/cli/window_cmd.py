@@ -59,7 +59,7 @@ def replay_window(
     min_messages: int = 10,
 ) -> dict[str, Any]:
     """Feed ``messages`` one by one through the policy; return steps and totals."""
-    from hmem.core.window import hybrid_window, message_window, token_window
+    from hmem.session.window import hybrid_window, message_window, token_window
     from hmem.tokens import get_tokenizer
 
     tokenizer = get_tokenizer(model)

@@ -39,6 +39,8 @@ from hmem.errors import InvalidInput
 
 __all__ = [
     "DEFAULT_KS",
+    "REFERENCES",
+    "REFERENCE_NAMES",
     "LatencySummary",
     "MetricSummary",
     "QuestionResult",
@@ -54,6 +56,13 @@ __all__ = [
     "reciprocal_rank",
     "score_question",
 ]
+
+#: Published turn-level numbers to print next to ours (LoCoMo paper, Table 3: DRAGON
+#: retriever over dialog turns, all QA of the 10 conversations).
+REFERENCES: Mapping[str, Mapping[str, float]] = {
+    "locomo": {"recall@5": 0.567, "recall@10": 0.662, "recall@25": 0.767, "recall@50": 0.827},
+}
+REFERENCE_NAMES: Mapping[str, str] = {"locomo": "DRAGON (LoCoMo paper, dialog turns)"}
 
 DEFAULT_KS: tuple[int, ...] = (5, 10, 25, 50)
 

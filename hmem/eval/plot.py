@@ -44,7 +44,7 @@ def plot_recall_curves(run: EvalRun, path: str | Path, *, title: str | None = No
         import matplotlib.pyplot as plt
     except ImportError:
         raise ConfigError("plots need matplotlib: `pip install hmem[eval]`") from None
-    from hmem.eval.report import REFERENCE_NAMES, REFERENCES
+    from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES
 
     top = max(run.ks)
     xs = list(range(1, top + 1))

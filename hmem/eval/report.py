@@ -13,28 +13,21 @@
 Example::
 
     >>> from hmem.eval.report import REFERENCES
-    >>> REFERENCES["locomo"]["recall@10"]
+    >>> REFERENCES["locomo"]["recall@10"]  # re-exported from hmem.eval.metrics
     0.662
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hmem.eval.metrics import MetricSummary
+from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES, MetricSummary
 from hmem.eval.runner import ConfigResult, EvalRun
 
 __all__ = ["REFERENCES", "REFERENCE_NAMES", "summary", "to_markdown", "write_results"]
 
-#: Published turn-level numbers to print next to ours (LoCoMo paper, Table 3: DRAGON
-#: retriever over dialog turns, all QA of the 10 conversations).
-REFERENCES: Mapping[str, Mapping[str, float]] = {
-    "locomo": {"recall@5": 0.567, "recall@10": 0.662, "recall@25": 0.767, "recall@50": 0.827},
-}
-REFERENCE_NAMES: Mapping[str, str] = {"locomo": "DRAGON (LoCoMo paper, dialog turns)"}
 
 
 def _metrics(m: MetricSummary) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def create_app(memory: Memory, settings: Settings, options: ServerOptions | None
     limit from ``options``, else ``settings.max_body_bytes`` (``HMEM_MAX_BODY_BYTES``)."""
     opts = options or ServerOptions(max_body_bytes=settings.max_body_bytes)
     keyring = KeyRing.parse(settings.api_keys)
-    from hmem import __version__
+    from hmem._version import __version__
 
     app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION)
     install_error_handlers(app)

@@ -30,7 +30,7 @@ from hmem.types import (
 )
 
 if TYPE_CHECKING:
-    from hmem.longterm import RememberResult
+    from hmem.longterm.store import RememberResult
     from hmem.memory import AddResult
 
 __all__ = [

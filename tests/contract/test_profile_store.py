@@ -17,8 +17,8 @@ import pytest
 from hmem.backends.memory.profile import MemoryProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
-from hmem.core.profile import MAX_LIST_ITEMS, MAX_VALUE_CHARS, history_problems
 from hmem.errors import CapacityError, InvalidInput
+from hmem.profile.model import MAX_LIST_ITEMS, MAX_VALUE_CHARS, history_problems
 from hmem.protocols import ProfileStore
 from hmem.types import Provenance
 

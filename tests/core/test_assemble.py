@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toy_tokenizer import ToyTokenizer
 
-from hmem.core.assemble import TRUNCATION_MARKER, UNCAPPED, TierCaps, assemble, budget_for
-from hmem.core.groups import group_messages, is_orphan_tool, split_current_turn
-from hmem.core.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem._groups import group_messages, is_orphan_tool, split_current_turn
+from hmem.assembly.assemble import TRUNCATION_MARKER, UNCAPPED, TierCaps, assemble, budget_for
+from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import BudgetError, InvalidInput
 from hmem.protocols import Tokenizer
 from hmem.tokens import get_tokenizer

@@ -19,8 +19,8 @@ from rank_bm25 import BM25Okapi
 from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
-from hmem.core.bm25 import Bm25Index, term_counts
-from hmem.core.text import tokenize
+from hmem.longterm.bm25 import Bm25Index, term_counts
+from hmem.longterm.text import tokenize
 
 TOL = 1e-6
 

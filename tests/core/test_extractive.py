@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hmem.core.extractive import detect_language, extractive_summary, score_sentence, split_sentences
 from hmem.errors import InvalidInput
 from hmem.protocols import LLMReply
-from hmem.summarizer import Summarizer
+from hmem.session.extractive import detect_language, extractive_summary, score_sentence, split_sentences
+from hmem.session.summarizer import Summarizer
 from hmem.tokens import get_tokenizer
 from hmem.types import Message, SessionSummary, ToolCall, Usage
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hmem.extract.facts import OfflineFactExtractor
+from hmem.longterm.facts import OfflineFactExtractor
 from hmem.types import Message, ToolCall
 
 

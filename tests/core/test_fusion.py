@@ -1,4 +1,4 @@
-"""Pure fusion functions (hmem.core.fusion) and dedup keys (hmem.core.dedup)."""
+"""Pure fusion functions (hmem.longterm.fusion) and dedup keys (hmem.longterm.dedup)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmem.core import fusion
-from hmem.core.dedup import dedup_key, normalize_text
+from hmem.longterm import fusion
+from hmem.longterm.dedup import dedup_key, normalize_text
 
 ids = st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10)
 

@@ -1,4 +1,4 @@
-"""What the indexes see of an item (hmem.core.index_text): pure rules."""
+"""What the indexes see of an item (hmem.longterm.index_text): pure rules."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmem.core.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_text, lexical_text
+from hmem.longterm.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_text, lexical_text
 from hmem.types import MemoryItem
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

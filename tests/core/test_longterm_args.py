@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hmem.core.longterm_args import check_entries, check_forget_filter, check_recall_args
 from hmem.errors import InvalidInput
+from hmem.longterm._args import check_entries, check_forget_filter, check_recall_args
 from hmem.types import Message, as_datetime
 
 HUGE_NUMBERS: list[Any] = [1e300, -1e300, float("inf"), float("-inf"), float("nan"), 10**400, -(10**400), 1e20]

@@ -1,4 +1,4 @@
-"""hmem.models: the model table, name resolution and the unknown-model fallback."""
+"""hmem.tokens.models: the model table, name resolution and the unknown-model fallback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import tiktoken
 
 from hmem.errors import InvalidInput
-from hmem.models import (
+from hmem.tokens.models import (
     _ROWS,
     MODELS,
     UNKNOWN_CONTEXT_WINDOW,

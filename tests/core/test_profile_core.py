@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmem.core.profile import (
+from hmem.errors import InvalidInput
+from hmem.profile.model import (
     MAX_LIST_ITEMS,
     MAX_VALUE_CHARS,
     coerce_value,
@@ -24,7 +25,6 @@ from hmem.core.profile import (
     same_value,
     write_time,
 )
-from hmem.errors import InvalidInput
 from hmem.types import ProfileEntry
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)

@@ -13,9 +13,8 @@ import pytest
 from hmem.backends.memory.profile import MemoryProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
-from hmem.core.profile import history_problems, render_profile
 from hmem.errors import InvalidInput, LLMError
-from hmem.extract.profile import (
+from hmem.profile.extract import (
     LLMProfileExtractor,
     OfflineProfileExtractor,
     ProfileExtractor,
@@ -23,6 +22,7 @@ from hmem.extract.profile import (
     apply_updates,
     parse_llm_updates,
 )
+from hmem.profile.model import history_problems, render_profile
 from hmem.protocols import ProfileStore
 from hmem.types import Provenance
 

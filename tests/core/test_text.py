@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hmem.core.text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, tokenize, tokenizer_signature
+from hmem.longterm.text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, tokenize, tokenizer_signature
 
 
 def test_english_lowercases_stems_and_drops_stopwords() -> None:
@@ -134,7 +134,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 def test_import_loads_nothing_and_jieba_is_quiet() -> None:
     code = (
         "import sys\n"
-        "import hmem.core.text as t\n"
+        "import hmem.longterm.text as t\n"
         "assert 'jieba' not in sys.modules and 'Stemmer' not in sys.modules, 'loaded at import'\n"
         "print(t.tokenize('我在北京大学读书', cjk='jieba'))\n"
         "assert 'jieba' in sys.modules\n"
@@ -150,7 +150,7 @@ def test_without_any_stemmer_it_warns_once_and_does_not_stem() -> None:
         "import sys, warnings\n"
         "sys.modules['Stemmer'] = None\n"
         "sys.modules['snowballstemmer'] = None\n"
-        "from hmem.core.text import tokenize, stemmer_name\n"
+        "from hmem.longterm.text import tokenize, stemmer_name\n"
         "with warnings.catch_warnings(record=True) as caught:\n"
         "    warnings.simplefilter('always')\n"
         "    print(tokenize('running cats'), tokenize('jumping dogs'), stemmer_name())\n"

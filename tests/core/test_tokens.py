@@ -29,15 +29,13 @@ from hypothesis import strategies as st
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
 from hmem.tokens import (
-    _EXPECTED_SHA256,
-    _PINNED,
     TOOL_CALL_OVERHEAD,
     EstimateTokenizer,
-    _spec_from_tiktoken,
     count_tokens,
     get_tokenizer,
     load_encoding,
 )
+from hmem.tokens._bpe import _EXPECTED_SHA256, _PINNED, _spec_from_tiktoken
 from hmem.types import Message, ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -455,7 +453,8 @@ def test_works_with_no_network_and_an_empty_tiktoken_cache(
         socket.create_connection = refuse
         socket.getaddrinfo = refuse
         import hmem.tokens as t
-        assert not t._loaded, "nothing may load at import"
+        import hmem.tokens._bpe as bpe
+        assert not bpe._loaded, "nothing may load at import"
         text = "Offline: 离线计数 works 😀"
         print(t.count_tokens(text, "gpt-4o"), t.count_tokens(text, "gpt-4"), t.count_tokens(text, "claude-3-opus"))
         assert "bpe_openai" not in sys.modules  # its native library is not needed

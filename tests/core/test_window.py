@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toy_tokenizer import ToyTokenizer
 
-from hmem.core.groups import group_messages, is_orphan_tool
-from hmem.core.window import WindowResult, hybrid_window, message_window, token_window
+from hmem._groups import group_messages, is_orphan_tool
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
+from hmem.session.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.tokens import get_tokenizer
 from hmem.types import Message, ToolCall
 

@@ -16,7 +16,7 @@ from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
-from hmem.longterm import LongTermConfig, LongTermStore
+from hmem.longterm.store import LongTermConfig, LongTermStore
 from hmem.providers.embed import CachedEmbedder, MemoryEmbeddingCache, SentenceTransformerEmbedder, SqliteEmbeddingCache
 
 

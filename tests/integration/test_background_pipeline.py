@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hmem.background import SerialWorker
+from hmem._worker import SerialWorker
 from hmem.build import build_memory
 from hmem.config import Settings
 from hmem.errors import InvalidInput

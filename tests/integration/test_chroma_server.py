@@ -73,7 +73,7 @@ def test_longterm_store_on_chroma_server_and_sqlite(server: ChromaServer, tmp_pa
     from hmem.backends.sqlite.db import SqliteDatabase
     from hmem.backends.sqlite.items import SqliteItemStore
     from hmem.backends.sqlite.lexical import SqliteLexicalIndex
-    from hmem.longterm import LongTermStore
+    from hmem.longterm.store import LongTermStore
     from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
 
     db = SqliteDatabase(tmp_path / "hmem.db")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from hmem.errors import LLMError
-from hmem.extract.facts import LLMFactExtractor
+from hmem.longterm.facts import LLMFactExtractor
 from hmem.providers.llm import OpenAICompatibleLLM
 from hmem.testing.llm_server import ScriptedLLMServer
 from hmem.types import Message

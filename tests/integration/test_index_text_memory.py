@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hmem.core.index_text import PREVIOUS_TURN_KEY
+from hmem.longterm.index_text import PREVIOUS_TURN_KEY
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message, ToolCall

@@ -10,10 +10,10 @@ import pytest
 
 from hmem.build import build_llm
 from hmem.config import Settings
-from hmem.core.extractive import detect_language
 from hmem.errors import ConfigError, LLMError
 from hmem.providers.llm import OpenAICompatibleLLM
-from hmem.summarizer import Summarizer
+from hmem.session.extractive import detect_language
+from hmem.session.summarizer import Summarizer
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 from hmem.tokens import get_tokenizer
 from hmem.types import Message, SessionSummary

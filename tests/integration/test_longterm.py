@@ -13,7 +13,7 @@ import pytest
 from longterm_fixtures import Stack, make_stack
 
 from hmem.errors import InvalidInput
-from hmem.longterm import LongTermConfig
+from hmem.longterm.store import LongTermConfig
 from hmem.types import Message, ToolCall
 
 pytestmark = pytest.mark.slow
@@ -216,7 +216,7 @@ def test_retention_cap_removes_lowest_value_and_reports_it(tmp_path: Path, caplo
     lt.remember("u1", "I speak Portuguese", importance=0.9)
     lt.remember("u1", "The weather was grey", importance=0.1)
     lt.remember("u1", "My passport expires in 2027", importance=0.8)
-    with caplog.at_level(logging.WARNING, logger="hmem.longterm"):
+    with caplog.at_level(logging.WARNING, logger="hmem.longterm.store"):
         res = lt.remember("u1", "I enjoy bouldering", importance=0.5)
     assert res.status == "stored"
     assert [it.text for it in res.evicted] == ["The weather was grey"]

@@ -18,10 +18,10 @@ from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.backends.redis.items import RedisItemStore
-from hmem.backends.shared_lexical import SharedLexicalIndex
+from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.build import build_memory
 from hmem.config import Settings
-from hmem.longterm import LongTermStore
+from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message

@@ -40,11 +40,11 @@ from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 from redis_server import RedisServer, free_port
 
 from hmem.build import build_memory
-from hmem.compaction import split_covered
 from hmem.config import Settings
 from hmem.errors import BackendUnavailable
 from hmem.memory import SYSTEM_PROMPT_ID, Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
+from hmem.session.compaction import split_covered
 from hmem.types import Message
 
 pytestmark = pytest.mark.integration

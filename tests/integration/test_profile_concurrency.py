@@ -19,8 +19,8 @@ import pytest
 from hmem.backends.memory.profile import MemoryProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
-from hmem.core.profile import history_problems
 from hmem.errors import CapacityError
+from hmem.profile.model import history_problems
 from hmem.protocols import ProfileStore
 
 THREADS = 8

@@ -15,9 +15,9 @@ from redis_helpers import REDIS_URL, redis_prefix  # noqa: F401  (fixture)
 from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.redis.client import connect_redis
 from hmem.backends.redis.items import RedisItemStore
-from hmem.backends.shared_lexical import SharedLexicalIndex
-from hmem.core.index_text import lexical_text
+from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.errors import InvalidInput
+from hmem.longterm.index_text import lexical_text
 from hmem.types import MemoryItem
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)

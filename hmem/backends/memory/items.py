@@ -16,9 +16,9 @@ import threading
 from collections.abc import Sequence
 from datetime import datetime
 
-from hmem.core.dedup import dedup_key
-from hmem.core.longterm_args import check_metadata
 from hmem.errors import InvalidInput
+from hmem.longterm._args import check_metadata
+from hmem.longterm.dedup import dedup_key
 from hmem.protocols import ItemFilter
 from hmem.types import MAX_ID_CHARS, MemoryItem, check_id, check_text
 

@@ -1,6 +1,6 @@
 """In-process BM25 lexical index: the reference :class:`~hmem.protocols.LexicalIndex`.
 
-Everything lives in this object (one :class:`~hmem.core.bm25.Bm25Index` per user)
+Everything lives in this object (one :class:`~hmem.longterm.bm25.Bm25Index` per user)
 and is lost when it is garbage-collected; use
 :class:`hmem.backends.sqlite.lexical.SqliteLexicalIndex` to persist.
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 
-from hmem.core.bm25 import Bm25Index, check_bm25_params, check_doc, check_docs, check_search, term_counts
-from hmem.core.text import DEFAULT_CJK_MODE, CjkMode, tokenize
 from hmem.errors import ConfigError
+from hmem.longterm.bm25 import Bm25Index, check_bm25_params, check_doc, check_docs, check_search, term_counts
+from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize
 from hmem.protocols import ScoredId
 from hmem.types import check_id
 
@@ -31,7 +31,7 @@ __all__ = ["MemoryLexicalIndex"]
 
 class MemoryLexicalIndex:
     """BM25Okapi per user, in memory; scores equal ``rank_bm25.BM25Okapi(k1, b, epsilon)``
-    on the tokens of :func:`hmem.core.text.tokenize` (``stem``, ``cjk``).
+    on the tokens of :func:`hmem.longterm.text.tokenize` (``stem``, ``cjk``).
 
     Thread-safe (one lock). Adding an existing doc_id replaces it; removing an unknown
     doc_id is a no-op.

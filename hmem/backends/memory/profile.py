@@ -22,7 +22,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
-from hmem.core.profile import (
+from hmem.errors import CapacityError, InvalidInput
+from hmem.profile.model import (
     DEFAULT_MAX_KEYS,
     check_confidence,
     check_provenance,
@@ -32,7 +33,6 @@ from hmem.core.profile import (
     same_value,
     write_time,
 )
-from hmem.errors import CapacityError, InvalidInput
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["MemoryProfileStore"]

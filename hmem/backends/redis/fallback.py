@@ -27,8 +27,8 @@ from hmem.backends.redis.client import DEFAULT_PREFIX, connect_redis, mask_url, 
 from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.redis.summaries import RedisSummaryStore
-from hmem.core.profile import DEFAULT_MAX_KEYS
 from hmem.errors import BackendUnavailable
+from hmem.profile.model import DEFAULT_MAX_KEYS
 from hmem.protocols import ProfileStore, SessionStore, SummaryStore
 
 __all__ = ["RedisStores", "open_redis_stores"]

@@ -5,14 +5,14 @@ JSON by id; two lexicographic ZSETs (``<kind>\\x1f<dedup key>\\x1f<id>`` and
 ``<source message id>\\x1f<id>``) that answer :meth:`RedisItemStore.find_duplicate` and
 source-message filters without reading items; a HASH id → those two members (what a
 delete must unindex); and a **change counter** with a bounded **change log**
-(``<gen>:<id>`` scored by generation) that :class:`~hmem.backends.shared_lexical.
+(``<gen>:<id>`` scored by generation) that :class:`~hmem.backends.redis.lexical.
 SharedLexicalIndex` uses to keep an in-process BM25 cache current.
 
 Every write (put, delete, delete_user) is one Lua script per user: the items, their
 index entries, the counter and the log change together, so a reader that sees the new
 generation also sees the new items. A ``put`` of several users' items runs the scripts
 in one ``MULTI``/``EXEC`` (atomic on a single Redis node; on Cluster keep a batch to one
-user, as :class:`~hmem.longterm.LongTermStore` always does).
+user, as :class:`~hmem.longterm.store.LongTermStore` always does).
 
 Cost: ``get``, ``find_duplicate`` and the ``kinds`` / ``source_message_ids`` / ``ids``
 conditions are answered from the indexes and read only the items they name (the kind
@@ -44,8 +44,8 @@ import redis
 from hmem.backends.memory.items import check_ids, validate_item
 from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, redis_errors
 from hmem.backends.redis.keys import KeySpace
-from hmem.core.dedup import dedup_key
 from hmem.errors import ConfigError
+from hmem.longterm.dedup import dedup_key
 from hmem.protocols import ItemFilter
 from hmem.types import MemoryItem, check_id
 

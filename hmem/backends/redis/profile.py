@@ -6,7 +6,7 @@ of the key's newest version (a deletion has ``"v": null``), and
 oldest first (its last element equals the ``cur`` field).
 
 A write reads the current version, applies the shared rules of
-:mod:`hmem.core.profile` (normalization, ``write_time`` clamping, re-confirmation,
+:mod:`hmem.profile.model` (normalization, ``write_time`` clamping, re-confirmation,
 the key cap) in Python and commits with ``WATCH``/``MULTI``/``EXEC`` on the
 user's ``cur`` hash; if another writer touched the user's profile meanwhile, it
 re-reads and re-applies. So the behaviour is exactly that of
@@ -33,7 +33,8 @@ import redis
 
 from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, redis_errors
 from hmem.backends.redis.keys import KeySpace
-from hmem.core.profile import (
+from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
+from hmem.profile.model import (
     DEFAULT_MAX_KEYS,
     check_confidence,
     check_provenance,
@@ -45,7 +46,6 @@ from hmem.core.profile import (
     same_value,
     write_time,
 )
-from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["RedisProfileStore"]
@@ -103,7 +103,7 @@ def _text(value: Any) -> str:
 class RedisProfileStore:
     """Profile facts in Redis under ``prefix``; ``max_keys`` caps live keys per user
     (checked inside the transaction); ``clock`` supplies "now" (clock skew between
-    instances is clamped by :func:`hmem.core.profile.write_time`)."""
+    instances is clamped by :func:`hmem.profile.model.write_time`)."""
 
     def __init__(
         self,

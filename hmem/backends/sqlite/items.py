@@ -24,7 +24,7 @@ from typing import Any
 
 from hmem.backends.memory.items import check_ids, validate_item
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.core.dedup import dedup_key
+from hmem.longterm.dedup import dedup_key
 from hmem.protocols import ItemFilter
 from hmem.types import MemoryItem, check_id
 

@@ -15,7 +15,7 @@ Tables (all prefixed ``lex_``; see docs/lexical.md):
 ``lex_meta(key, value)``
     the tokenizer signature the stored terms were made with.
 
-Queries run on an in-memory :class:`~hmem.core.bm25.Bm25Index` per user, loaded on
+Queries run on an in-memory :class:`~hmem.longterm.bm25.Bm25Index` per user, loaded on
 the user's first query and kept in an LRU of ``max_cached_users``. Before every
 query the user's ``gen`` is read (one primary-key lookup): equal to the cache's →
 the cache is current; larger and still covered by the change log → only the
@@ -45,7 +45,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.core.bm25 import (
+from hmem.errors import ConfigError
+from hmem.longterm.bm25 import (
     Bm25Index,
     check_cached_index_settings,
     check_doc,
@@ -53,8 +54,7 @@ from hmem.core.bm25 import (
     check_search,
     term_counts,
 )
-from hmem.core.text import DEFAULT_CJK_MODE, CjkMode, tokenize, tokenizer_signature
-from hmem.errors import ConfigError
+from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize, tokenizer_signature
 from hmem.protocols import ScoredId
 from hmem.types import check_id
 

@@ -27,7 +27,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.core.profile import (
+from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
+from hmem.profile.model import (
     DEFAULT_MAX_KEYS,
     check_confidence,
     check_provenance,
@@ -38,7 +39,6 @@ from hmem.core.profile import (
     same_value,
     write_time,
 )
-from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["SqliteProfileStore"]

@@ -1,0 +1,185 @@
+"""The assembler's decisions: which optional items fit the budget.
+
+* :func:`memory_candidates` — summary, profile and recalled items as rendered lines;
+* :func:`greedy` — keep or drop each candidate on estimated costs, in priority order;
+* :func:`drop_until_fits` — drop the lowest priority items until the exact count fits;
+* :func:`truncate_turn` — the opt-in cut of the current user text.
+
+All work on an :class:`~hmem.assembly._state.AssemblyState`; see
+:mod:`hmem.assembly.assemble` for the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from hmem.assembly._state import AssemblyState, Candidate, block_open_cost, render_messages
+from hmem.errors import BudgetError
+from hmem.types import TIERS, Hit, Message, ProfileEntry, ReportItem, Tier
+
+__all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "truncate_turn"]
+
+#: Appended to the current turn's user text when ``truncate_current_turn`` cut it.
+TRUNCATION_MARKER = "\n…[truncated by hmem: {n} tokens cut]"
+
+
+def memory_candidates(
+    state: AssemblyState,
+    summary: str | None,
+    entries: Sequence[ProfileEntry],
+    hits: Sequence[Hit],
+    report: list[ReportItem],
+) -> list[Candidate]:
+    """Summary, profile and recalled items as candidates, each rendered and counted once.
+
+    Blank summaries and non-current profile entries go to ``report`` as dropped;
+    recalled items already in the prompt (or repeated) are pre-judged duplicates."""
+    template, counter = state.template, state.counter
+    out: list[Candidate] = []
+    if summary is not None:
+        if summary.strip():
+            line = template.summary(summary)
+            out.append(Candidate("summary", [("summary", counter.count(line))], 0, line=line))
+        else:
+            report.append(ReportItem("summary", "summary", False, 0, "empty"))
+    for entry in entries:
+        line = template.profile(entry)
+        if entry.is_current:
+            out.append(Candidate("profile", [(entry.key, counter.count(line))], 0, line=line))
+        else:
+            report.append(ReportItem("profile", entry.key, False, counter.count(line), "not current"))
+    emitted = {m.id for m in state.turn} | {m.id for i in state.pinned for m in state.before[i]}
+    seen: set[str] = set()
+    for hit in hits:
+        line = template.recalled(hit)
+        candidate = Candidate(
+            "recalled", [(hit.item.id, counter.count(line))], 0, line=line, source=hit.item.source_message_id
+        )
+        if hit.item.id in seen or (hit.item.source_message_id or "") in emitted:
+            candidate.reason = "duplicate"
+        seen.add(hit.item.id)
+        out.append(candidate)
+    return out
+
+
+def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> None:
+    """Decide each optional item on estimated costs, in priority order.
+
+    ``caps`` is each tier's cap in tokens (None = uncapped)."""
+    template, counter = state.template, state.counter
+    used = 0
+    spent: dict[Tier, int] = dict.fromkeys(TIERS, 0)
+    blocked = False  # a higher tier lost an item for room: lower tiers get nothing
+    history_cut = False
+    block_open = False
+    open_sections: set[Tier] = set()
+    item_sep = counter.count(template.item_separator)
+    section_sep = counter.count(template.section_separator)
+    headers = {
+        "summary": template.summary_header,
+        "profile": template.profile_header,
+        "recalled": template.recalled_header,
+    }
+    emitted_ids: set[str] = set()
+    tier_lost_room: Tier | None = None
+    for candidate in state.candidates:
+        tier = candidate.tier
+        if tier_lost_room is not None and tier != tier_lost_room:
+            blocked = True
+        cap = caps[tier]
+        if candidate.reason is not None:  # pre-judged (duplicate)
+            continue
+        if candidate.source is not None and candidate.source in emitted_ids:
+            candidate.reason = "duplicate"  # its source message is already in the kept history
+            continue
+        if tier == "history":
+            if history_cut:
+                candidate.reason = "history cut"
+                continue
+            cost = candidate.cost
+        else:
+            cost = candidate.refs[0][1]  # count(line), counted once in memory_candidates
+            if tier in open_sections:
+                cost += item_sep
+            else:
+                header = headers[tier]
+                cost += (counter.count(header) + item_sep if header else 0) + section_sep
+            candidate.cost = cost
+            if not block_open:
+                cost += block_open_cost(state)
+        if blocked:
+            candidate.reason = "budget"
+        elif cap is not None and spent[tier] + candidate.cost > cap:
+            # Checked before room: an item its own tier cannot hold must not block lower tiers.
+            candidate.reason = "tier cap"
+        elif used + cost > room:
+            candidate.reason = "budget"
+            tier_lost_room = tier
+        else:
+            candidate.kept = True
+            used += cost
+            spent[tier] += candidate.cost
+            if tier == "history":
+                assert candidate.group is not None
+                emitted_ids.update(m.id for m in state.before[candidate.group])
+            else:
+                block_open = True
+                open_sections.add(tier)
+            continue
+        if tier == "history":
+            history_cut = True
+
+
+def drop_until_fits(state: AssemblyState, limit: int) -> tuple[list[Message], int]:
+    """The greedy's estimates were short (BPE merges across joins): drop the lowest
+    priority items until the rendered list fits. Each try costs the history and turn
+    messages from their known counts (Tokenizer contract: counts are additive) and
+    counts only the re-rendered system/memory messages; the final answer is recounted
+    whole, so ``total == count_messages(final)`` exactly."""
+    counter = state.counter
+    known: dict[int, int] = {id(m): counter.count_message(m) for m in state.turn}
+    for candidate in state.candidates:
+        if candidate.group is not None:
+            known.update((id(m), tokens) for m, (_, tokens) in zip(state.before[candidate.group], candidate.refs,
+                                                                  strict=True))
+    primer = counter.count_messages([])
+    while True:
+        victim = next((c for c in reversed(state.candidates) if c.kept), None)
+        if victim is None:  # only the required part is left: it fits (checked before the greedy)
+            final = render_messages(state)
+            return final, counter.count_messages(final)
+        victim.kept, victim.reason = False, "budget"
+        final = render_messages(state)
+        estimate = primer + sum(known[id(m)] if id(m) in known else counter.count_message(m) for m in final)
+        if estimate <= limit:
+            total = counter.count_messages(final)
+            if total <= limit:
+                return final, total
+
+
+def truncate_turn(state: AssemblyState, limit: int, required: int) -> int:
+    """Cut the current user text so the required part fits; return tokens cut."""
+    counter = state.counter
+    user = state.turn[0]
+    original = user.text
+    original_tokens = counter.count(original)
+    keep = max(0, original_tokens - (required - limit) - counter.count(TRUNCATION_MARKER.format(n=original_tokens)))
+    for _ in range(64):
+        prefix = counter.truncate(original, keep)
+        cut = original_tokens - counter.count(prefix)
+        state.turn[0] = replace(user, content=prefix + TRUNCATION_MARKER.format(n=cut))
+        total = counter.count_messages(render_messages(state))
+        if total <= limit:
+            return cut
+        if keep == 0:
+            break
+        keep = max(0, keep - (total - limit))
+    state.turn[0] = user
+    raise BudgetError(
+        f"the system prompt and current turn need {required} tokens but the budget is {limit}, "
+        "and cutting the user message entirely is not enough (the system prompt or tool results "
+        "are too long); raise the budget or shorten them",
+        required=required,
+        budget=limit,
+    )

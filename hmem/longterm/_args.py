@@ -1,0 +1,253 @@
+"""Validation of the long-term store's inputs (pure: values in, values or
+:class:`~hmem.errors.InvalidInput` out). Everything is checked before any write,
+so a bad argument changes nothing.
+
+Example::
+
+    >>> check_entries(["I like tea"])[0].kind
+    'fact'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hmem._checks import is_finite
+from hmem.errors import InvalidInput
+from hmem.protocols import ItemFilter
+from hmem.types import JSONScalar, MemoryItem, Message, as_datetime, check_id, check_text, coerce_messages
+
+__all__ = [
+    "Entry",
+    "check_entries",
+    "check_forget_filter",
+    "check_metadata",
+    "check_recall_args",
+    "dense_where",
+    "index_metadata",
+    "prepare_turns",
+]
+
+_ENTRY_KEYS = frozenset({"text", "kind", "importance", "metadata", "session_id", "source_message_id", "created_at"})
+MAX_K = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One validated item to write."""
+
+    text: str
+    kind: str = "fact"
+    importance: float = 0.5
+    metadata: Mapping[str, JSONScalar] = field(default_factory=dict)
+    session_id: str | None = None
+    source_message_id: str | None = None
+    created_at: datetime | None = None
+    speaker: str | None = None
+
+
+def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, JSONScalar]:
+    """A metadata mapping of string keys to JSON scalars (finite numbers), copied."""
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"{field_name} must be an object", field=field_name)
+    out: dict[str, JSONScalar] = {}
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidInput(f"{field_name} keys must be non-empty strings", field=field_name)
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise InvalidInput(f"{field_name}[{key!r}] must be a string, number, bool or null", field=field_name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"{field_name}[{key!r}] must be finite", field=field_name)
+        if isinstance(value, str):
+            check_text(value, f"{field_name}[{key!r}]")
+        out[key] = value
+    return out
+
+
+def check_importance(value: object, field_name: str = "importance") -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value) or not (
+        0.0 <= value <= 1.0
+    ):
+        raise InvalidInput(f"{field_name} must be a number in [0, 1], got {value!r}", field=field_name)
+    return float(value)
+
+
+def _entry(raw: Mapping[str, Any] | str, where: str) -> Entry:
+    if isinstance(raw, str):
+        raw = {"text": raw}
+    if not isinstance(raw, Mapping):
+        raise InvalidInput(f"{where} must be a text or an object", field=where)
+    unknown = set(raw) - _ENTRY_KEYS
+    if unknown:
+        raise InvalidInput(f"{where}: unknown field(s) {sorted(unknown)}", field=f"{where}.{sorted(unknown)[0]}")
+    text = check_text(raw.get("text"), f"{where}.text", allow_empty=False)
+    kind = check_id(raw.get("kind", "fact"), f"{where}.kind")
+    importance = check_importance(raw.get("importance", 0.5), f"{where}.importance")
+    meta = raw.get("metadata")
+    metadata = {} if meta is None else check_metadata(meta, f"{where}.metadata")
+    opt: dict[str, str | None] = {}
+    for name in ("session_id", "source_message_id"):
+        value = raw.get(name)
+        opt[name] = None if value is None else check_id(value, f"{where}.{name}")
+    created = raw.get("created_at")
+    return Entry(text=text, kind=kind, importance=importance, metadata=metadata, session_id=opt["session_id"],
+                 source_message_id=opt["source_message_id"],
+                 created_at=None if created is None else as_datetime(created, f"{where}.created_at"))
+
+
+def check_entries(entries: Iterable[Mapping[str, Any] | str]) -> list[Entry]:
+    """Validate every entry of a ``remember_many`` batch; name ``entries[i].field``."""
+    if isinstance(entries, str | bytes | Mapping):
+        raise InvalidInput("entries must be a list of texts or objects", field="entries")
+    return [_entry(raw, f"entries[{i}]") for i, raw in enumerate(entries)]
+
+
+def prepare_turns(
+    messages: Iterable[Message | Mapping[str, Any]], session_id: str, roles: frozenset[str], importance: float
+) -> tuple[list[Entry], list[str]]:
+    """Turn entries for the archivable messages, and ids of the skipped ones
+    (role not archived, empty content, tool-call-only assistant messages)."""
+    entries: list[Entry] = []
+    skipped: list[str] = []
+    for m in coerce_messages(messages):
+        if m.role not in roles or m.content is None or not m.content.strip():
+            skipped.append(m.id)
+            continue
+        entries.append(Entry(
+            text=m.content, kind="turn", importance=importance, metadata={"role": m.role},
+            session_id=session_id, source_message_id=m.id, created_at=m.created_at, speaker=m.name or m.role,
+        ))
+    return entries, skipped
+
+
+def _kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
+    if kinds is None:
+        return None
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    if isinstance(kinds, Mapping | bytes):
+        raise InvalidInput("kinds must be a list of kind names", field="kinds")
+    out = frozenset(check_id(k, "kinds[]") for k in kinds)
+    if not out:
+        raise InvalidInput("kinds must not be empty (omit it to allow every kind)", field="kinds")
+    return out
+
+
+def _half_life(value: object) -> timedelta:
+    """A positive timedelta from a timedelta or seconds; huge or non-finite numbers are
+    InvalidInput (``timedelta`` itself would raise OverflowError past ~2.7 million years)."""
+    half_life: timedelta | None = None
+    if isinstance(value, timedelta):
+        half_life = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            half_life = timedelta(seconds=float(value))  # NaN -> ValueError; inf, 1e300, 10**400 -> OverflowError
+        except (OverflowError, ValueError):
+            raise InvalidInput(
+                f"recency_half_life must be a positive, finite number of seconds below {_MAX_SECONDS:.3g}, "
+                f"got {value!r}",
+                field="recency_half_life",
+            ) from None
+    if half_life is None or half_life.total_seconds() <= 0:
+        raise InvalidInput("recency_half_life must be a positive timedelta or seconds", field="recency_half_life")
+    return half_life
+
+
+_MAX_SECONDS = timedelta.max.total_seconds()
+
+
+def check_recall_args(
+    user_id: object, query: object, *, k: object, kinds: Iterable[str] | str | None, session_id: object,
+    since: object, until: object, metadata: object, fusion: object, recency_half_life: object,
+    importance_weight: object, mmr_lambda: object,
+) -> dict[str, Any]:
+    """Validate :meth:`LongTermStore.recall` arguments; return the filter and knobs."""
+    check_id(user_id, "user_id")
+    check_text(query, "query", allow_empty=False)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
+    if fusion not in ("rrf", "weighted"):
+        raise InvalidInput(f"fusion must be 'rrf' or 'weighted', got {fusion!r}", field="fusion")
+    lo = None if since is None else as_datetime(since, "since")
+    hi = None if until is None else as_datetime(until, "until")
+    if lo is not None and hi is not None and lo > hi:
+        raise InvalidInput("since must not be after until", field="since")
+    half_life = None if recency_half_life is None else _half_life(recency_half_life)
+    if isinstance(importance_weight, bool) or not isinstance(importance_weight, int | float) or not (
+        is_finite(importance_weight) and importance_weight >= 0
+    ):
+        raise InvalidInput("importance_weight must be a finite number >= 0", field="importance_weight")
+    if mmr_lambda is not None and (
+        isinstance(mmr_lambda, bool) or not isinstance(mmr_lambda, int | float) or not 0.0 <= mmr_lambda <= 1.0
+    ):
+        raise InvalidInput("mmr_lambda must be a number in [0, 1] or None", field="mmr_lambda")
+    flt = ItemFilter(
+        kinds=_kinds(kinds),
+        session_id=None if session_id is None else check_id(session_id, "session_id"),
+        since=lo, until=hi,
+        metadata=None if metadata is None else (check_metadata(metadata) or None),
+    )
+    return {"filter": flt, "half_life": half_life, "importance_weight": float(importance_weight)}
+
+
+def check_forget_filter(
+    ids: Sequence[str] | None, kinds: Iterable[str] | str | None, session_id: object, before: object, all: bool
+) -> ItemFilter | None:
+    """The filter selecting what :meth:`LongTermStore.forget` deletes; ``None`` = everything."""
+    if not isinstance(all, bool):
+        raise InvalidInput("all must be a bool", field="all")
+    given = ids is not None or kinds is not None or session_id is not None or before is not None
+    if all:
+        if given:
+            raise InvalidInput("all=True deletes everything; do not combine it with ids or filters", field="all")
+        return None
+    if not given:
+        raise InvalidInput("forget needs ids, a filter (kinds, session_id, before) or all=True", field="ids")
+    id_set = None
+    if ids is not None:
+        if isinstance(ids, str | bytes | Mapping):
+            raise InvalidInput("ids must be a list of item ids", field="ids")
+        id_set = frozenset(check_id(i, "ids[]") for i in ids)
+    until = None
+    if before is not None:
+        moment = as_datetime(before, "before")
+        if moment == datetime.min.replace(tzinfo=UTC):  # nothing is older; one µs less would overflow
+            raise InvalidInput("before must be later than 0001-01-01T00:00:00Z", field="before")
+        until = moment - timedelta(microseconds=1)  # before is exclusive
+    return ItemFilter(
+        ids=id_set, kinds=_kinds(kinds), session_id=None if session_id is None else check_id(session_id, "session_id"),
+        until=until,
+    )
+
+
+def index_metadata(item: MemoryItem) -> dict[str, Any]:
+    """What the vector index stores beside an item's vector (for ``where`` filters)."""
+    meta: dict[str, Any] = {"kind": item.kind, "created_at": item.created_at.timestamp()}
+    if item.session_id is not None:
+        meta["session_id"] = item.session_id
+    for key, value in item.metadata.items():
+        if value is not None:
+            meta[f"m:{key}"] = value
+    return meta
+
+
+def dense_where(flt: ItemFilter) -> dict[str, Any]:
+    """The vector-index ``where`` equivalent of ``flt`` (a superset: callers re-check)."""
+    where: dict[str, Any] = {}
+    if flt.kinds is not None:
+        where["kind"] = {"$in": sorted(flt.kinds)}
+    if flt.session_id is not None:
+        where["session_id"] = flt.session_id
+    # Chroma takes one operator per key: bound by the tighter side, the item check does the rest.
+    if flt.since is not None:
+        where["created_at"] = {"$gte": flt.since.timestamp() - 1e-3}
+    elif flt.until is not None:
+        where["created_at"] = {"$lte": flt.until.timestamp() + 1e-3}
+    for key, value in (flt.metadata or {}).items():
+        if value is not None:
+            where[f"m:{key}"] = value
+    return where

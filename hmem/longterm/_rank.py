@@ -1,0 +1,95 @@
+"""Ranking of hybrid recall (pure): fuse the two retrievers, boost, order, report.
+
+:meth:`hmem.longterm.store.LongTermStore.recall` fetches the candidates (I/O); these
+functions turn them into :class:`~hmem.types.Hit` values best first.
+
+Example::
+
+    >>> from hmem.protocols import ScoredId
+    >>> fused = fusion_weighted([ScoredId("a", 3.0), ScoredId("b", 1.0)], [ScoredId("b", 0.9)], 0.6, 0.4)
+    >>> fused
+    {'a': 0.6, 'b': 0.4}
+    >>> best_first({"a": (0.4, {}), "b": (0.6, {})})
+    ['b', 'a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+from hmem.longterm import fusion as fz
+from hmem.protocols import ScoredId
+from hmem.types import Hit, MemoryItem
+
+__all__ = ["Scored", "best_first", "boosted_scores", "fusion_rrf", "fusion_weighted", "to_hits"]
+
+#: Per item id: the score after boosts, and the boosts applied (name -> factor).
+Scored = dict[str, tuple[float, dict[str, float]]]
+
+
+def fusion_rrf(lexical: Sequence[ScoredId], dense: Sequence[ScoredId], k: int) -> dict[str, float]:
+    """Reciprocal rank fusion of the two rankings."""
+    return fz.rrf({"lexical": [h.id for h in lexical], "dense": [h.id for h in dense]}, k)
+
+
+def fusion_weighted(
+    lexical: Sequence[ScoredId], dense: Sequence[ScoredId], lexical_weight: float, dense_weight: float
+) -> dict[str, float]:
+    """Min-max weighted fusion of the two retrievers' scores."""
+    # A negative BM25 score (query terms in over half of a tiny corpus: rank_bm25's idf
+    # floor) is no evidence; min-max would stretch those near-ties to the full [0, 1].
+    return fz.weighted(
+        {"lexical": {h.id: max(h.score, 0.0) for h in lexical}, "dense": {h.id: h.score for h in dense}},
+        {"lexical": lexical_weight, "dense": dense_weight},
+    )
+
+
+def boosted_scores(
+    fused: Mapping[str, float],
+    items: Mapping[str, MemoryItem],
+    now: datetime,
+    half_life: timedelta | None,
+    importance_weight: float,
+) -> Scored:
+    """Each fused score multiplied by the recency factor (when ``half_life`` is given)
+    and the importance boost (when ``importance_weight`` is not 0)."""
+    scored: Scored = {}
+    for doc_id, base in fused.items():
+        boosts: dict[str, float] = {}
+        score = base
+        item = items[doc_id]
+        if half_life is not None:
+            boosts["recency"] = fz.recency_factor((now - item.created_at).total_seconds(), half_life.total_seconds())
+            score *= boosts["recency"]
+        if importance_weight:
+            boosts["importance"] = fz.importance_factor(item.importance, importance_weight)
+            score *= boosts["importance"]
+        scored[doc_id] = (score, boosts)
+    return scored
+
+
+def best_first(scored: Scored) -> list[str]:
+    """Item ids by score, highest first (ties by id, so the order is deterministic)."""
+    return sorted(scored, key=lambda d: (-scored[d][0], d))
+
+
+def to_hits(
+    order: Sequence[str],
+    scored: Scored,
+    fused: Mapping[str, float],
+    items: Mapping[str, MemoryItem],
+    *,
+    lexical: Sequence[ScoredId],
+    dense: Sequence[ScoredId],
+) -> list[Hit]:
+    """The hits in ``order``, each with both retrievers' ranks and scores."""
+    lex_pos = {h.id: (r, h.score) for r, h in enumerate(lexical, start=1)}
+    dense_pos = {h.id: (r, h.score) for r, h in enumerate(dense, start=1)}
+    hits = []
+    for d in order:
+        lr, ls = lex_pos.get(d, (None, None))
+        dr, ds = dense_pos.get(d, (None, None))
+        hits.append(Hit(item=items[d], score=scored[d][0], lexical_rank=lr, lexical_score=ls, dense_rank=dr,
+                        dense_score=ds, boosts=scored[d][1], fused_score=fused[d]))
+    return hits

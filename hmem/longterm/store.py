@@ -1,0 +1,437 @@
+"""The long-term store: a user's facts and archived turns, with hybrid recall.
+
+Three stores stay consistent by a fixed write order (see ``docs/longterm.md``):
+the item store (source of truth) is written first, the vector and lexical indexes
+after; deletes remove from the item store first. A crash in between leaves either an
+item that is not yet recallable or index ids with no item — recall ignores index ids
+the item store does not know, and :meth:`LongTermStore.reindex` repairs both.
+
+Example::
+
+    >>> from hmem.backends.memory.items import MemoryItemStore
+    >>> from hmem.backends.memory.vectors import MemoryVectorIndex
+    >>> from hmem.backends.memory.lexical import MemoryLexicalIndex
+    >>> from hmem.providers.embed import SentenceTransformerEmbedder
+    >>> lt = LongTermStore(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(),
+    ...                    SentenceTransformerEmbedder())                      # doctest: +SKIP
+    >>> lt.remember("u1", "I am allergic to peanuts").status                  # doctest: +SKIP
+    'stored'
+    >>> lt.recall("u1", "food allergies", k=1)[0].item.text                   # doctest: +SKIP
+    'I am allergic to peanuts'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import numpy as np
+
+from hmem.errors import InvalidInput
+from hmem.longterm import fusion as fz
+from hmem.longterm._args import (
+    Entry,
+    check_entries,
+    check_forget_filter,
+    check_recall_args,
+    dense_where,
+    index_metadata,
+    prepare_turns,
+)
+from hmem.longterm._items import (
+    entry_dense_text,
+    merge_near_duplicate,
+    new_item,
+    new_item_id,
+    retention_victims,
+    with_previous_turns,
+)
+from hmem.longterm._rank import best_first, boosted_scores, fusion_rrf, fusion_weighted, to_hits
+from hmem.longterm.dedup import dedup_key
+from hmem.longterm.index_text import dense_text, lexical_text
+from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
+from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
+from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcnow
+
+__all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "RememberResult"]
+
+log = logging.getLogger("hmem.longterm.store")
+
+_NEIGHBOURS = 5
+_MAX_ID_FILTER = 20_000
+
+
+class LongTermStore:
+    """A user's long-term items behind one API; collaborators are injected."""
+
+    def __init__(
+        self,
+        items: ItemStore,
+        vectors: VectorIndex,
+        lexical: LexicalIndex,
+        embedder: Embedder,
+        *,
+        config: LongTermConfig | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.items, self.vectors, self.lexical, self.embedder = items, vectors, lexical, embedder
+        self.config = config or LongTermConfig()
+        self._clock = clock
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def _lock(self, user_id: str) -> threading.Lock:
+        # Serialises dedup decisions of one user within this process.
+        with self._locks_guard:
+            return self._locks.setdefault(user_id, threading.Lock())
+
+    # -- write path ---------------------------------------------------------------
+
+    def remember(  # noqa: PLR0917  # signature fixed by the public API
+        self,
+        user_id: str,
+        text: str,
+        kind: str = "fact",
+        importance: float = 0.5,
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        source_message_id: str | None = None,
+        created_at: datetime | str | float | None = None,
+    ) -> RememberResult:
+        """Store one fact, deduplicating at write time (see :class:`RememberResult`)."""
+        entry: dict[str, Any] = {
+            "text": text, "kind": kind, "importance": importance, "metadata": metadata,
+            "session_id": session_id, "source_message_id": source_message_id, "created_at": created_at,
+        }
+        return self.remember_many(user_id, [entry])[0]
+
+    def remember_many(self, user_id: str, entries: Iterable[Mapping[str, Any] | str]) -> list[RememberResult]:
+        """Store many facts with one embedding batch and one item-store transaction.
+
+        Every entry is validated before anything is written (a bad one raises
+        :class:`InvalidInput` naming ``entries[i].field`` and changes nothing).
+        """
+        check_id(user_id, "user_id")
+        checked = check_entries(entries)
+        with self._lock(user_id):
+            results = self._write(user_id, checked, dedup=True)
+            evicted = self.enforce_retention(user_id)
+        if evicted and results:
+            results[-1] = replace(results[-1], evicted=tuple(evicted))
+        return results
+
+    def archive_turns(
+        self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]], *,
+        previous: Message | Mapping[str, Any] | None = None,
+    ) -> ArchiveResult:
+        """Store conversation turns verbatim (``kind="turn"``), with speaker, session,
+        timestamp and ``source_message_id``. Idempotent per message id; no dedup.
+
+        Each turn keeps the turn before it (``previous`` for the first one: the
+        session's message preceding this batch) in ``metadata["previous_turn"]``; the
+        lexical index sees it (see :mod:`hmem.longterm.index_text`)."""
+        check_id(user_id, "user_id")
+        check_id(session_id, "session_id")
+        msgs = coerce_messages(messages)
+        before = None if previous is None else coerce_messages([previous], "previous")[0]
+        entries, skipped = prepare_turns(msgs, session_id, self.config.archive_roles, self.config.turn_importance)
+        entries = with_previous_turns(entries, msgs, before, self.config.archive_roles)
+        with self._lock(user_id):
+            if entries:
+                done = self.items.find_ids(user_id, ItemFilter(
+                    kinds=frozenset({"turn"}), source_message_ids=frozenset(e.source_message_id or "" for e in entries)))
+                if done:
+                    have = {it.source_message_id for it in self.items.get(user_id, sorted(done)).values()}
+                    skipped += [e.source_message_id or "" for e in entries if e.source_message_id in have]
+                    entries = [e for e in entries if e.source_message_id not in have]
+            results = self._write(user_id, entries, dedup=False)
+            evicted = self.enforce_retention(user_id)
+        return ArchiveResult(tuple(r.item for r in results), tuple(skipped), tuple(evicted))
+
+    def _write(self, user_id: str, entries: Sequence[Entry], *, dedup: bool) -> list[RememberResult]:
+        now = self._clock()
+        results: list[RememberResult | None] = [None] * len(entries)
+        pending: list[int] = []
+        seen: dict[tuple[str, str], int] = {}
+        for i, e in enumerate(entries):
+            if dedup:
+                existing = self.items.find_duplicate(user_id, e.kind, e.text)
+                key = (e.kind, dedup_key(e.text))
+                if existing is not None:
+                    results[i] = RememberResult("skipped", existing, 1.0)
+                    continue
+                if key in seen:
+                    results[i] = RememberResult("skipped", new_item(user_id, entries[seen[key]], "", now), 1.0)
+                    continue
+                seen[key] = i
+            pending.append(i)
+        vectors = self.embedder.embed([entry_dense_text(entries[i]) for i in pending]) if pending else []
+        threshold = self.config.near_duplicate_threshold
+        neighbours: list[list[ScoredId]] = [[] for _ in pending]
+        if dedup and threshold is not None and pending:
+            neighbours = self._neighbours(user_id, vectors)
+        final: dict[str, tuple[MemoryItem, list[float]]] = {}  # item id -> (item, vector), in write order
+        batch_vecs: list[tuple[str, np.ndarray[Any, Any]]] = []
+        for i, new_vec, near in zip(pending, vectors, neighbours, strict=True):
+            e = entries[i]
+            vec = new_vec
+            target, sim = None, None
+            if dedup and threshold is not None:
+                target, sim = self._near_duplicate(
+                    user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
+            if target is None:
+                item = new_item(user_id, e, new_item_id(user_id, e), now)
+                results[i] = RememberResult("stored", item)
+            else:
+                replace_text = self.config.near_duplicate_policy == "replace"
+                item = merge_near_duplicate(target, e, now, replace_text=replace_text)
+                if not replace_text:
+                    # The kept text keeps its vector (from the cache, or from this batch).
+                    vec = final[target.id][1] if target.id in final else self.embedder.embed([target.text])[0]
+                results[i] = RememberResult("updated", item, sim)
+            final[item.id] = (item, vec)
+            batch_vecs.append((item.id, np.asarray(vec, dtype=np.float32)))
+        if final:
+            self._persist(user_id, final)
+        # A skipped in-batch duplicate reports the item its twin became.
+        out: list[RememberResult] = []
+        for i, r in enumerate(results):
+            assert r is not None
+            if r.status == "skipped" and not r.item.id:
+                twin = results[seen[(entries[i].kind, dedup_key(entries[i].text))]]
+                assert twin is not None
+                out.append(replace(r, item=twin.item))
+            else:
+                out.append(r)
+        return out
+
+    def _persist(self, user_id: str, final: Mapping[str, tuple[MemoryItem, list[float]]]) -> None:
+        written = [it for it, _ in final.values()]
+        previous = self.items.get(user_id, [it.id for it in written])
+        # Order matters: the item store (source of truth) first, then the indexes.
+        self.items.put(written)
+        try:
+            self.vectors.upsert(user_id, [it.id for it in written], [v for _, v in final.values()],
+                                [index_metadata(it) for it in written])
+            self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in written])
+        except BaseException:
+            # An index refused the batch (e.g. Chroma down): undo the item-store write so a
+            # retry is not mistaken for a duplicate of an item no index knows. If this undo
+            # is itself interrupted, the item is stored but unindexed and reindex() repairs.
+            new_ids = [it.id for it in written if it.id not in previous]
+            self.items.delete(user_id, new_ids)
+            if previous:
+                self.items.put(list(previous.values()))
+            with contextlib.suppress(Exception):
+                self.vectors.delete(user_id, new_ids)
+                for doc_id in new_ids:
+                    self.lexical.remove(user_id, doc_id)
+            raise
+
+    def _lexical_add(self, user_id: str, docs: Sequence[tuple[str, str]]) -> None:
+        # ``add`` replaces an existing doc id (LexicalIndex contract). hmem's indexes also
+        # offer ``add_many`` (one transaction for the batch), which ingest throughput needs.
+        add_many = getattr(self.lexical, "add_many", None)
+        if add_many is not None:
+            add_many(user_id, docs)
+        else:
+            for doc_id, text in docs:
+                self.lexical.add(user_id, doc_id, text)
+
+    def _neighbours(self, user_id: str, vectors: Sequence[Sequence[float]]) -> list[list[ScoredId]]:
+        # Unfiltered top-5 (kind is checked on the item): a kind filter makes Chroma 2-3x
+        # slower, and one batched round trip beats one query per entry.
+        query_many = getattr(self.vectors, "query_many", None)
+        if query_many is not None:
+            return list(query_many(user_id, vectors, _NEIGHBOURS))
+        return [self.vectors.query(user_id, v, _NEIGHBOURS) for v in vectors]
+
+    def _near_duplicate(
+        self, user_id: str, kind: str, vec: Sequence[float], near: Sequence[ScoredId], *, threshold: float,
+        pending: Mapping[str, tuple[MemoryItem, list[float]]], batch_vecs: Sequence[tuple[str, Any]],
+    ) -> tuple[MemoryItem | None, float | None]:
+        q = np.asarray(vec, dtype=np.float32)
+        best: tuple[MemoryItem | None, float | None] = (None, None)
+        for item_id, other in batch_vecs:  # earlier entries of this same batch
+            sim = float(q @ other)
+            item = pending[item_id][0]
+            if item.kind == kind and sim >= threshold and (best[1] is None or sim > best[1]):
+                best = (item, sim)
+        candidates = [h for h in near if h.score >= threshold]
+        found_items = self.items.get(user_id, [h.id for h in candidates if h.id not in pending]) if candidates else {}
+        for hit in candidates:
+            if hit.score < threshold or (best[1] is not None and hit.score <= best[1]):
+                continue
+            found = pending[hit.id][0] if hit.id in pending else found_items.get(hit.id)
+            if found is not None and found.kind == kind:  # a stale index id has no item: ignore it
+                best = (found, hit.score)
+        return best
+
+    # -- recall -------------------------------------------------------------------
+
+    def recall(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 10,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        session_id: str | None = None,
+        since: datetime | str | float | None = None,
+        until: datetime | str | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        fusion: Literal["rrf", "weighted"] | None = None,
+        recency_half_life: timedelta | float | None = None,
+        importance_weight: float = 0.0,
+        mmr_lambda: float | None = None,
+    ) -> list[Hit]:
+        """The user's ``k`` items most relevant to ``query``, best first.
+
+        BM25 and dense rankings are fused (``fusion=None`` = ``config.fusion``, by default
+        ``"weighted"`` min-max 0.6 : 0.4; or ``"rrf"``, k=60), then
+        multiplied by the recency factor and importance boost; ``mmr_lambda`` re-ranks
+        for diversity. Each :class:`~hmem.types.Hit` carries both retrievers' ranks
+        and scores, ``fused_score`` and ``boosts``. Filters apply to both retrievers
+        and every returned item is re-checked against them.
+        """
+        fusion = self.config.fusion if fusion is None else fusion
+        args = check_recall_args(
+            user_id, query, k=k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
+            fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
+            mmr_lambda=mmr_lambda)
+        flt: ItemFilter = args["filter"]
+        depth = max(self.config.candidates, k * 3)
+        allowed: set[str] | None = None
+        if not flt.is_empty:
+            allowed = self.items.find_ids(user_id, flt)
+            if not allowed:
+                return []
+        qvec = self.embedder.embed([query])[0]
+        dense = self._dense(user_id, qvec, depth, flt, allowed)
+        lexical = self.lexical.search(user_id, query, depth, allowed_ids=allowed)
+        found = self.items.get(user_id, list(dict.fromkeys([h.id for h in dense] + [h.id for h in lexical])))
+        valid = {i: it for i, it in found.items() if it.user_id == user_id and flt.matches(it)}
+        dense = [h for h in dense if h.id in valid]
+        lexical = [h for h in lexical if h.id in valid]
+        if fusion == "rrf":
+            fused = fusion_rrf(lexical, dense, self.config.rrf_k)
+        else:
+            fused = fusion_weighted(lexical, dense, self.config.lexical_weight, self.config.dense_weight)
+        scored = boosted_scores(fused, valid, self._clock(), args["half_life"], args["importance_weight"])
+        order = best_first(scored)
+        if mmr_lambda is not None and order:
+            pool = order[: max(k * 3, 30)]
+            vecs = dict(zip(pool, self.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
+            picked = fz.mmr(pool, {d: scored[d][0] for d in pool}, vecs, k, mmr_lambda)
+            for d, mmr_score in picked:
+                scored[d][1]["mmr"] = mmr_score
+            order = [d for d, _ in picked]
+        return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense)
+
+    def _dense(
+        self, user_id: str, qvec: Sequence[float], depth: int, flt: ItemFilter, allowed: set[str] | None
+    ) -> list[ScoredId]:
+        if allowed is None:
+            return self.vectors.query(user_id, qvec, depth)
+        # Searching the allowed ids directly (hmem's indexes offer ``query_ids``) is exact
+        # and 4-5x faster in Chroma than the equivalent metadata ``where``; very large
+        # allowed sets fall back to ``where``.
+        query_ids = getattr(self.vectors, "query_ids", None)
+        if query_ids is not None and len(allowed) <= _MAX_ID_FILTER:
+            return list(query_ids(user_id, qvec, depth, allowed))
+        return self.vectors.query(user_id, qvec, depth, where=dense_where(flt) or None)
+
+    # -- forget, retention, repair ------------------------------------------------
+
+    def forget(
+        self,
+        user_id: str,
+        ids: Sequence[str] | None = None,
+        *,
+        kinds: Iterable[str] | str | None = None,
+        session_id: str | None = None,
+        before: datetime | str | float | None = None,
+        all: bool = False,
+    ) -> int:
+        """Delete the user's items by id and/or filter (ANDed), or ``all=True``;
+        returns how many items were deleted."""
+        check_id(user_id, "user_id")
+        flt = check_forget_filter(ids, kinds, session_id, before, all)
+        with self._lock(user_id):
+            if flt is None:
+                n = self.items.delete_user(user_id)
+                self.vectors.delete_user(user_id)
+                self.lexical.delete_user(user_id)
+                return n
+            doomed = sorted(self.items.find_ids(user_id, flt))
+            return self._delete(user_id, doomed)
+
+    def _delete(self, user_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        n = self.items.delete(user_id, ids)  # source of truth first: orphans in indexes are ignored
+        self.vectors.delete(user_id, ids)
+        for doc_id in ids:
+            self.lexical.remove(user_id, doc_id)
+        return n
+
+    def enforce_retention(self, user_id: str) -> list[MemoryItem]:
+        """Apply ``max_items_per_user``; return (and log) the items removed."""
+        cap = self.config.max_items_per_user
+        if cap is None or self.items.count(user_id) <= cap:
+            return []
+        victims = retention_victims(
+            self.items.find(user_id), cap, self._clock(), self.config.retention_half_life.total_seconds())
+        self._delete(user_id, [it.id for it in victims])
+        log.warning("retention cap %d for user %r removed %d item(s): %s", cap, user_id, len(victims),
+                    [it.id for it in victims])
+        return victims
+
+    def reindex(self, user_id: str, *, batch_size: int = 256) -> int:
+        """Rebuild the user's vector and lexical entries from the item store (the
+        embedding cache makes this cheap); returns the number of items indexed."""
+        check_id(user_id, "user_id")
+        with self._lock(user_id):
+            everything = self.items.find(user_id)
+            self.vectors.delete_user(user_id)
+            self.lexical.delete_user(user_id)
+            for start in range(0, len(everything), batch_size):
+                batch = everything[start : start + batch_size]
+                vecs = self.embedder.embed([dense_text(it) for it in batch])
+                self.vectors.upsert(user_id, [it.id for it in batch], vecs, [index_metadata(it) for it in batch])
+                self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in batch])
+        return len(everything)
+
+    def count(self, user_id: str) -> int:
+        return self.items.count(user_id)
+
+    # -- export / import --------------------------------------------------------------
+
+    def vectors_for(self, items: Sequence[MemoryItem]) -> list[list[float]]:
+        """The dense vectors of ``items`` as indexed (cache hits for stored items)."""
+        return self.embedder.embed([dense_text(it) for it in items]) if items else []
+
+    def restore(
+        self, user_id: str, items: Sequence[MemoryItem], vectors: Sequence[Sequence[float]] | None = None
+    ) -> int:
+        """Put exported ``items`` back verbatim (ids, timestamps) and index them, with
+        their exported ``vectors`` when given — so recall ranks exactly as before the
+        export, even if a fresh embedding would differ in the last float bits."""
+        check_id(user_id, "user_id")
+        if any(it.user_id != user_id for it in items):
+            raise InvalidInput("every restored item must belong to user_id", field="items")
+        if vectors is not None and len(vectors) != len(items):
+            raise InvalidInput("vectors must match items one to one", field="vectors")
+        if not items:
+            return 0
+        vecs = list(vectors) if vectors is not None else self.vectors_for(items)
+        with self._lock(user_id):
+            self.items.put(list(items))
+            self.vectors.upsert(user_id, [it.id for it in items], vecs, [index_metadata(it) for it in items])
+            self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in items])
+        return len(items)

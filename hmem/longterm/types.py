@@ -1,0 +1,90 @@
+"""The long-term store's settings and results: :class:`LongTermConfig`,
+:class:`RememberResult`, :class:`ArchiveResult`. Re-exported by :mod:`hmem.longterm.store`.
+
+Example::
+
+    >>> LongTermConfig(max_items_per_user=1000).fusion
+    'weighted'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Literal
+
+from hmem.errors import ConfigError
+from hmem.longterm import fusion as fz
+from hmem.types import MemoryItem
+
+__all__ = ["ArchiveResult", "LongTermConfig", "RememberResult", "RememberStatus"]
+
+RememberStatus = Literal["stored", "updated", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class LongTermConfig:
+    """Tunables of :class:`~hmem.longterm.store.LongTermStore` (all optional).
+
+    ``near_duplicate_threshold``: cosine at or above which a new fact of the same
+    user and kind updates the existing item (``None`` disables; never applied to
+    archived turns). ``near_duplicate_policy``: on such an update ``"keep"`` the
+    stored wording (the dedup anchor never drifts) or ``"replace"`` it by the new one;
+    importance becomes the max, metadata is merged, ``updated_at`` refreshed. ``max_items_per_user``: retention cap (``None`` = unlimited);
+    past it the lowest ``importance × 0.5**(age/retention_half_life)`` are removed.
+
+    ``fusion`` (default for :meth:`~hmem.longterm.store.LongTermStore.recall`): ``"weighted"`` min-max
+    fusion with ``lexical_weight`` 0.6 : ``dense_weight`` 0.4. Chosen on hmem's sample
+    set and confirmed on LoCoMo (docs/eval.md): min-max keeps *how much* better the top
+    BM25 match is, which RRF's ranks throw away, and the lexical side sees more (the
+    previous turn, speaker, date: :mod:`hmem.longterm.index_text`) than the embedding.
+    """
+
+    near_duplicate_threshold: float | None = 0.95
+    candidates: int = 50
+    rrf_k: int = fz.RRF_K
+    lexical_weight: float = 0.6
+    dense_weight: float = 0.4
+    max_items_per_user: int | None = None
+    retention_half_life: timedelta = timedelta(days=30)
+    turn_importance: float = 0.3
+    archive_roles: frozenset[str] = frozenset({"user", "assistant"})
+    near_duplicate_policy: Literal["keep", "replace"] = "keep"
+    fusion: Literal["rrf", "weighted"] = "weighted"
+
+    def __post_init__(self) -> None:
+        t = self.near_duplicate_threshold
+        if t is not None and not 0.0 < t <= 1.0:
+            raise ConfigError("near_duplicate_threshold must be in (0, 1] or None")
+        if self.candidates < 1 or self.rrf_k < 0:
+            raise ConfigError("candidates must be >= 1 and rrf_k >= 0")
+        if self.max_items_per_user is not None and self.max_items_per_user < 1:
+            raise ConfigError("max_items_per_user must be >= 1 or None")
+        if self.retention_half_life.total_seconds() <= 0:
+            raise ConfigError("retention_half_life must be positive")
+        if self.fusion not in ("rrf", "weighted"):
+            raise ConfigError("fusion must be 'rrf' or 'weighted'")
+        if self.near_duplicate_policy not in ("keep", "replace"):
+            raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """What :meth:`~hmem.longterm.store.LongTermStore.remember` did: ``stored`` a new item, ``updated`` a
+    near duplicate (``item`` is the updated record), or ``skipped`` an exact duplicate
+    (``item`` is the existing record). ``evicted`` lists items the retention cap removed."""
+
+    status: RememberStatus
+    item: MemoryItem
+    similarity: float | None = None
+    evicted: tuple[MemoryItem, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveResult:
+    """Turns archived, message ids skipped (empty, tool-only, unarchived role, or
+    already archived), and items the retention cap removed."""
+
+    stored: tuple[MemoryItem, ...]
+    skipped: tuple[str, ...] = ()
+    evicted: tuple[MemoryItem, ...] = ()
