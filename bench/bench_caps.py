@@ -57,18 +57,16 @@ def main() -> None:
         questions = [q for q in data.questions if q.evidence]
         print(f"{len(questions)} questions with evidence, asked in each conversation's last session\n")
         print(f"{'caps':32} " + " ".join(f"{'budget ' + str(b):>12}" for b in budgets))
-        base = mem.options
         for name, caps in VARIANTS.items():
-            mem.options = replace(base, caps=caps)
             cells = []
             for budget in budgets:
                 total = 0.0
                 for q in questions:
                     ctx = mem.context(q.conversation_id, last_session[q.conversation_id], query=q.question,
-                                      budget=budget, k=50)
+                                      budget=budget, k=50, caps=caps)
                     kept = {i.ref for i in ctx.report.items if i.kept}
-                    items = mem.longterm.items.get(q.conversation_id, sorted(kept))
-                    present = kept | {it.source_message_id for it in items.values() if it.source_message_id}
+                    items = mem.items(q.conversation_id, ids=sorted(kept))
+                    present = kept | {it.source_message_id for it in items if it.source_message_id}
                     total += len(set(q.evidence) & present) / len(set(q.evidence))
                 cells.append(f"{100 * total / len(questions):12.1f}")
             print(f"{name:32} " + " ".join(cells))

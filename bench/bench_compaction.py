@@ -5,7 +5,8 @@ calling the compactor after each append the way ``Memory.add()`` does, and repor
 p50 / p95 / max of the append call (append + submit/compact) in milliseconds.
 
   none        append only (no summary at all: the floor)
-  background  append + Compactor.submit() (worker thread folds while we append)
+  background  append + a compaction queued on a SerialWorker, coalesced per session
+              (what Memory does with compaction="background": the worker folds while we append)
   foreground  append + Compactor.compact() (the caller pays for the fold)
 
 The summarizer is the offline extractive one; ``--llm-delay`` adds a local scripted
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hmem._worker import SerialWorker
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
@@ -64,9 +66,10 @@ def run(mode: str, backend: str, *, n: int, budget: int, llm: Any, tmp: Path, pa
         lambda msgs: hybrid_window(msgs, TOK, budget),
         archive=lambda u, s, msgs: archived.append(len(msgs)),
     )
+    worker = SerialWorker(name="bench-compaction")
     after: Callable[[], object] = {
         "none": lambda: None,
-        "background": lambda: compactor.submit("u", "s"),
+        "background": lambda: worker.submit(lambda: compactor.compact("u", "s"), key=("u", "s")),
         "foreground": lambda: compactor.compact("u", "s"),
     }[mode]
     latencies: list[float] = []
@@ -78,7 +81,7 @@ def run(mode: str, backend: str, *, n: int, budget: int, llm: Any, tmp: Path, pa
         latencies.append((time.perf_counter() - t0) * 1000)
         if pace_s:
             time.sleep(pace_s)  # a conversation's pace: the worker runs between appends
-    compactor.close()
+    worker.close(timeout=None)
     buffer = len(sessions.load("u", "s").messages)
     assert buffer + sum(archived) == n, "lost or duplicated messages"
     return {

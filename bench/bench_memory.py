@@ -3,14 +3,14 @@
 Run:  .venv/bin/python bench/bench_memory.py                       (1k / 10k / 100k items)
       .venv/bin/python bench/bench_memory.py --sizes 1000,10000    (quicker)
 
-Stack: ``Memory.open(tmp)`` — SQLite sessions/summaries/profile/items/BM25, Chroma
+Stack: ``Memory.open(tmp)``'s parts (``build_parts``) — SQLite sessions/summaries/profile/items/BM25, Chroma
 PersistentClient, all-MiniLM-L6-v2 on CPU behind the SQLite embedding cache.
 
 1. Ingest through the real write path, real model:
    - turns/s through ``Memory.add`` (the sample conversations of ``data/``, one add per
      session: archive + offline fact/profile extraction + compaction);
-   - items/s through ``Memory.longterm.remember_many`` (batches of 100 synthetic facts,
-     with write-time dedup).
+   - items/s through the Memory's ``LongTermStore.remember_many`` (batches of 100
+     synthetic facts, with write-time dedup).
 2. Latency at N items for one user (N = --sizes): ``recall(k=10)`` and
    ``context(budget=4000)`` p50/p95 over --queries new questions each (every query
    text is new, so its embedding is computed and counted).
@@ -42,8 +42,11 @@ import numpy as np
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from hmem.build import build_parts
+from hmem.config import Settings
 from hmem.eval.datasets import load_sample
 from hmem.eval.runner import conversation_batches
+from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message
@@ -105,7 +108,7 @@ def row(cells: Sequence[object]) -> None:
     print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
 
 
-def ingest_phase(mem: Memory) -> None:
+def ingest_phase(mem: Memory, lt: LongTermStore) -> None:
     ds = load_sample()
     turns = 0
     start = time.perf_counter()
@@ -118,7 +121,7 @@ def ingest_phase(mem: Memory) -> None:
     facts = [sentence(rng) for _ in range(1000)]
     start = time.perf_counter()
     for i in range(0, len(facts), 100):
-        mem.longterm.remember_many("ingest-facts", facts[i : i + 100])
+        lt.remember_many("ingest-facts", facts[i : i + 100])
     facts_s = time.perf_counter() - start
     print("\n### Ingest (real model)\n")
     row(["path", "records", "seconds", "per second"])
@@ -130,7 +133,7 @@ def ingest_phase(mem: Memory) -> None:
     print(f"\npeak RSS after ingest: {rss_mb():.0f} MB")
 
 
-def fill(mem: Memory, user: str, upto: int, rng: random.Random, have: int) -> tuple[int, float]:
+def fill(lt: LongTermStore, user: str, upto: int, rng: random.Random, have: int) -> tuple[int, float]:
     start = time.perf_counter()
     base = datetime(2024, 1, 1, tzinfo=UTC)
     n = have
@@ -138,12 +141,12 @@ def fill(mem: Memory, user: str, upto: int, rng: random.Random, have: int) -> tu
         batch = min(2000, upto - n)
         msgs = [Message(role="user" if (n + i) % 2 == 0 else "assistant", content=sentence(rng),
                         id=f"f{n + i}", created_at=base + timedelta(minutes=n + i)) for i in range(batch)]
-        mem.longterm.archive_turns(user, f"s{n // 200}", msgs)
+        lt.archive_turns(user, f"s{n // 200}", msgs)
         n += batch
     return n, time.perf_counter() - start
 
 
-def latency_phase(mem: Memory, emb: BenchEmbedder, sizes: list[int], queries: int) -> None:
+def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: list[int], queries: int) -> None:
     user, rng, have = "scale-user", random.Random(11), 0
     # A live session so context() assembles history + summary + profile + recalled items.
     mem.add(user, "live", [Message(role="user" if i % 2 == 0 else "assistant", content=sentence(rng), id=f"live{i}")
@@ -153,7 +156,7 @@ def latency_phase(mem: Memory, emb: BenchEmbedder, sizes: list[int], queries: in
     row(["---"] * 7)
     for size in sizes:
         emb.fake = True
-        have, fill_s = fill(mem, user, size, rng, have)
+        have, fill_s = fill(lt, user, size, rng, have)
         emb.fake = False
         recall_ms: list[float] = []
         context_ms: list[float] = []
@@ -166,7 +169,7 @@ def latency_phase(mem: Memory, emb: BenchEmbedder, sizes: list[int], queries: in
             t0 = time.perf_counter()
             mem.context(user, "live", query=q, budget=4000)
             context_ms.append((time.perf_counter() - t0) * 1000)
-        row([f"{mem.longterm.count(user):,}", f"{fill_s:.0f}", f"{statistics.median(recall_ms):.1f}",
+        row([f"{lt.count(user):,}", f"{fill_s:.0f}", f"{statistics.median(recall_ms):.1f}",
              f"{pct(recall_ms, 95):.1f}", f"{statistics.median(context_ms):.1f}", f"{pct(context_ms, 95):.1f}",
              f"{rss_mb():.0f}"])
 
@@ -181,12 +184,14 @@ def main() -> int:
     emb = BenchEmbedder()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="hmem-bench-") as tmp:
-        mem = Memory.open(Path(tmp), embedder=emb)
+        # Memory.open(tmp) is Memory(build_parts(...)); the parts give the fill its long-term store.
+        parts = build_parts(Settings.from_env({}, data_dir=str(Path(tmp))), embedder=emb)
+        mem = Memory(parts)
         try:
             emb.real.embed(["warm up the model"])
             if not args.skip_ingest:
-                ingest_phase(mem)
-            latency_phase(mem, emb, sizes, args.queries)
+                ingest_phase(mem, parts.longterm)
+            latency_phase(mem, parts.longterm, emb, sizes, args.queries)
         finally:
             mem.close()
     return 0

@@ -20,7 +20,16 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias, get_args
 
-from hmem._primitives import JSONScalar, as_datetime, check_id, check_text, new_id, utcnow
+from hmem._primitives import (
+    JSONScalar,
+    as_datetime,
+    check_id,
+    check_not_future,
+    check_text,
+    new_id,
+    renamed,
+    utcnow,
+)
 from hmem.errors import InvalidInput
 
 __all__ = ["ROLES", "Message", "Role", "ToolCall", "coerce_messages", "message_ids"]
@@ -66,12 +75,15 @@ class ToolCall:
         arguments = fn.get("arguments", "{}")
         if isinstance(arguments, Mapping):  # some clients send a parsed object; keep it as JSON text
             arguments = json.dumps(arguments, ensure_ascii=False)
-        return cls(
-            id=data.get("id"),  # type: ignore[arg-type]  # validated in __post_init__
-            name=fn.get("name"),  # type: ignore[arg-type]
-            arguments=arguments,  # type: ignore[arg-type]
-            type=data.get("type", "function"),  # type: ignore[arg-type]
-        )
+        try:
+            return cls(
+                id=data.get("id"),  # type: ignore[arg-type]  # validated in __post_init__
+                name=fn.get("name"),  # type: ignore[arg-type]
+                arguments=arguments,  # type: ignore[arg-type]
+                type=data.get("type", "function"),  # type: ignore[arg-type]
+            )
+        except InvalidInput as exc:  # __post_init__ cannot know the index: name it here
+            raise renamed(exc, {"tool_calls[]": where}) from None
 
 
 _OPENAI_KEYS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id"})
@@ -288,8 +300,18 @@ def _decode_stored(raw: Any) -> Message:
     return message
 
 
-def coerce_messages(messages: Iterable[object], field_name: str = "messages") -> list[Message]:
-    """Accept Messages or OpenAI dicts; validate every one; name the index on error."""
+def coerce_messages(
+    messages: Iterable[object], field_name: str = "messages", *, now: datetime | None = None
+) -> list[Message]:
+    """Accept Messages or OpenAI dicts; validate every one; name the index on error.
+
+    With ``now`` (a write: the caller's times are about to be stored), a ``created_at``
+    more than :data:`~hmem._primitives.MAX_CLOCK_SKEW` after ``now`` is refused too.
+
+    >>> coerce_messages([{"role": "user", "content": "hi", "created_at": "2999-01-01"}], now=utcnow())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: messages[0].created_at 2999-01-01T00:00:00+00:00 is in the future ...
+    """
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
         raise InvalidInput(f"{field_name} must be a list of messages", field=field_name)
     out: list[Message] = []
@@ -299,6 +321,8 @@ def coerce_messages(messages: Iterable[object], field_name: str = "messages") ->
         except InvalidInput as exc:
             where = f"{field_name}[{i}]" + (f".{exc.field}" if exc.field else "")
             raise InvalidInput(f"{where}: {exc}", field=where) from None
+        if now is not None:
+            check_not_future(out[-1].created_at, f"{field_name}[{i}].created_at", now)
     ids = [m.id for m in out]
     if len(set(ids)) != len(ids):
         raise InvalidInput(f"{field_name} contains the same message id twice", field=field_name)

@@ -1,5 +1,6 @@
 """The primitive values every hmem type is built from: size limits, ids, the clock,
-and the checks of ids, text and timestamps.
+the checks of ids, text and timestamps, and the renaming of an error's field to the
+caller's own name.
 
 Imports nothing from hmem except :mod:`hmem.errors`; :mod:`hmem.types` re-exports
 every public name, so ``from hmem.types import check_id`` keeps working.
@@ -15,21 +16,26 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 import uuid
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TypeAlias
 
 from hmem.errors import InvalidInput
 
 __all__ = [
+    "MAX_CLOCK_SKEW",
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
     "JSONScalar",
     "as_datetime",
     "check_id",
+    "check_not_future",
     "check_text",
     "check_utf8",
     "new_id",
+    "renamed",
     "utcnow",
 ]
 
@@ -38,6 +44,11 @@ __all__ = [
 MAX_CONTENT_CHARS = 1_000_000
 #: Longest accepted id (user, session, message, item), in characters.
 MAX_ID_CHARS = 256
+
+#: How far ahead of hmem's clock a caller-given time (a message's or an item's
+#: ``created_at``) may be: clocks of different machines drift by seconds, not
+#: minutes. A time further ahead would outrank everything in recency until it passes.
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 
@@ -132,3 +143,50 @@ def as_datetime(value: object, field_name: str = "created_at") -> datetime:
         raise InvalidInput(
             f"{field_name} is out of range: {value!r} (it must fall within years 1-9999 in UTC)", field=field_name
         ) from None
+
+
+def check_not_future(moment: datetime, field_name: str, now: datetime) -> datetime:
+    """``moment`` unless it is more than :data:`MAX_CLOCK_SKEW` after ``now``.
+
+    >>> now = datetime(2024, 5, 1, tzinfo=UTC)
+    >>> check_not_future(now + timedelta(minutes=4), "created_at", now) > now
+    True
+    >>> check_not_future(now + timedelta(days=1), "created_at", now)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: created_at 2024-05-02T00:00:00+00:00 is in the future ...
+    """
+    if moment - now > MAX_CLOCK_SKEW:
+        raise InvalidInput(
+            f"{field_name} {moment.isoformat()} is in the future (now is {now.isoformat()}; at most "
+            f"{MAX_CLOCK_SKEW.total_seconds():.0f} s ahead is accepted as clock skew); omit it to use the current time",
+            field=field_name,
+        )
+    return moment
+
+
+def renamed(exc: InvalidInput, names: Mapping[str, str]) -> InvalidInput:
+    """``exc`` with an internal field name replaced by the one the caller used.
+
+    ``names`` maps an internal name to the caller's; paths below it follow
+    (``entries[0]`` → ``""`` turns ``entries[0].text`` into ``text``). The name is
+    also replaced where the message states it as a field (``"<name> must …"``,
+    ``"<name>: …"``). Without a match, ``exc`` itself is returned.
+
+    >>> str(renamed(InvalidInput("explicit must be >= 0, got -1", field="explicit"), {"explicit": "budget"}))
+    'budget must be >= 0, got -1'
+    >>> renamed(InvalidInput("entries[0].text must not be empty", field="entries[0].text"), {"entries[0]": ""}).field
+    'text'
+    """
+    field = exc.field
+    for old, new in names.items():
+        if field is None or not (field == old or field.startswith((old + ".", old + "["))):
+            continue
+        new_field = (new + field[len(old):]) if new else field[len(old):].lstrip(".")
+        as_field = re.compile(
+            r"(?<![\w.\[\]])" + re.escape(field) + r"(?=\s+(?:must|is|has|contains)\b|:|$)"
+        )
+        message = as_field.sub(new_field.replace("\\", "\\\\"), str(exc))
+        out = type(exc)(message, field=new_field or None)
+        out.__cause__ = exc.__cause__
+        return out
+    return exc

@@ -1,16 +1,22 @@
 """A serial background worker: jobs run one at a time, in submission order.
 
-Used by :class:`~hmem.memory.Memory` to take the slow part of ``add()`` (archiving
-and embedding turns, profile and fact extraction — an LLM call when one is
-configured) off the caller's thread. Errors are logged and kept, never raised into
-the caller; :meth:`SerialWorker.flush` waits until every submitted job has run.
+:class:`~hmem.memory.Memory` has exactly one: it takes the slow part of ``add()``
+(archiving and embedding turns, profile and fact extraction — an LLM call when one is
+configured — and compaction) off the caller's thread. Errors are logged and kept,
+never raised into the caller; :meth:`SerialWorker.flush` waits until every submitted
+job has run. A job submitted with a ``key`` is coalesced with a waiting job of the
+same key (one queued compaction per session however many appends asked for it).
 
 Example::
 
+    >>> import threading
     >>> worker = SerialWorker(name="example")
-    >>> done = []
-    >>> worker.submit(lambda: done.append(1))
-    >>> worker.flush(5.0), done
+    >>> done, gate = [], threading.Event()
+    >>> worker.submit(gate.wait)  # holds the worker, so the next two wait in the queue
+    True
+    >>> worker.submit(lambda: done.append(1), key="s1"), worker.submit(lambda: done.append(2), key="s1")
+    (True, False)
+    >>> gate.set(); worker.flush(5.0), done
     (True, [1])
     >>> worker.close()
 """
@@ -22,7 +28,7 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from hmem.errors import InvalidInput
 
@@ -38,8 +44,9 @@ class SerialWorker:
 
     def __init__(self, *, name: str = "hmem-worker") -> None:
         self.name = name
-        self._queue: queue.Queue[Job | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[Job, Hashable | None] | None] = queue.Queue()
         self._pending = 0
+        self._waiting: set[Hashable] = set()  # keys of queued jobs that have not started
         self._idle = threading.Condition()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -47,14 +54,24 @@ class SerialWorker:
         #: The latest job failures (bounded, newest last).
         self.errors: deque[BaseException] = deque(maxlen=1000)
 
-    def submit(self, job: Job) -> None:
-        """Queue ``job``; it runs after every job submitted before it."""
+    def submit(self, job: Job, *, key: Hashable | None = None) -> bool:
+        """Queue ``job``; it runs after every job submitted before it. True if queued.
+
+        With a ``key``, a job whose key is already waiting (queued, not started) makes
+        this one redundant: it is dropped and False returned. The key is released when
+        its job starts, so a request made while that job runs queues a fresh run.
+        """
         if self._closed:
-            raise InvalidInput(f"worker {self.name!r} is closed", field="worker")
+            raise InvalidInput(f"worker {self.name!r} is closed; build a new one", field="worker")
         with self._idle:
+            if key is not None:
+                if key in self._waiting:
+                    return False
+                self._waiting.add(key)
             self._pending += 1
         self._ensure_started()
-        self._queue.put(job)
+        self._queue.put((job, key))
+        return True
 
     def _ensure_started(self) -> None:
         with self._start_lock:
@@ -64,9 +81,13 @@ class SerialWorker:
 
     def _run(self) -> None:
         while True:
-            job = self._queue.get()
-            if job is None:
+            entry = self._queue.get()
+            if entry is None:
                 return
+            job, key = entry
+            if key is not None:
+                with self._idle:
+                    self._waiting.discard(key)
             try:
                 job()
             except Exception as exc:  # a failed job must not stop the ones after it

@@ -1,14 +1,18 @@
-"""Composition root: :class:`~hmem.config.Settings` → backends → :class:`~hmem.memory.Memory`.
+"""Composition root: :class:`~hmem.config.Settings` → backends → :class:`MemoryParts`.
 
 The only module that reads settings and picks implementations. SDKs (redis,
 chromadb, sentence-transformers, openai) are imported here lazily, only for the
-backends the settings select.
+backends the settings select. It builds the parts, not the facade: ``Memory(parts)``
+(or :meth:`Memory.from_settings <hmem.memory.Memory.from_settings>`, which calls
+:func:`build_parts`) sits one layer up, so this module never imports :mod:`hmem.memory`.
 
 Example::
 
-    from hmem.build import build_memory
+    from hmem.build import build_parts
     from hmem.config import Settings
-    mem = build_memory(Settings.from_env({"HMEM_DATA_DIR": "/tmp/hmem", "HMEM_VECTORS": "memory"}))
+    from hmem.memory import Memory
+    parts = build_parts(Settings.from_env({"HMEM_DATA_DIR": "/tmp/hmem", "HMEM_VECTORS": "memory"}))
+    mem = Memory(parts)        # same as Memory.from_settings(settings)
 """
 
 from __future__ import annotations
@@ -19,12 +23,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hmem._worker import SerialWorker
+from hmem._options import MemoryOptions, MemoryParts
 from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
 from hmem.longterm.store import LongTermStore
-from hmem.memory import Memory, MemoryOptions
 from hmem.profile.extract import LLMProfileExtractor, OfflineProfileExtractor
 from hmem.protocols import (
     LLM,
@@ -43,22 +46,23 @@ from hmem.session.window import hybrid_window, message_window, token_window
 from hmem.tokens import get_tokenizer
 from hmem.types import Message
 
-__all__ = ["build_embedder", "build_llm", "build_memory", "build_vectors"]
+__all__ = ["MemoryParts", "build_embedder", "build_llm", "build_parts", "build_vectors"]
 
 log = logging.getLogger("hmem.build")
 
 SQLITE_FILE = "hmem.sqlite3"
 
 
-def build_memory(
+def build_parts(
     settings: Settings,
     *,
     embedder: Embedder | None = None,
     llm: LLM | None = None,
     vectors: VectorIndex | None = None,
-) -> Memory:
-    """Compose a :class:`Memory` from ``settings``. ``embedder``, ``llm`` and
-    ``vectors`` may be passed to share a loaded model or a client across instances."""
+) -> MemoryParts:
+    """Compose the parts of a :class:`~hmem.memory.Memory` from ``settings``. ``embedder``,
+    ``llm`` and ``vectors`` may be passed to share a loaded model or a client across
+    instances. On failure nothing stays open; on success ``parts.on_close`` closes it all."""
     from hmem.backends.sqlite.db import SqliteDatabase
 
     data_dir = Path(settings.data_dir).expanduser()
@@ -87,7 +91,7 @@ def _compose(
     embedder: Embedder | None,
     llm: LLM | None,
     vectors: VectorIndex | None,
-) -> Memory:
+) -> MemoryParts:
     from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
 
     opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
@@ -120,7 +124,7 @@ def _compose(
         extraction=settings.extraction,
     )
     closers.append(db.close)
-    return Memory(
+    return MemoryParts(
         sessions=sessions,
         summaries=summaries,
         profile=profile,
@@ -129,8 +133,7 @@ def _compose(
         profile_extractor=LLMProfileExtractor(chat_llm, model=side_model) if chat_llm else OfflineProfileExtractor(),
         fact_extractor=LLMFactExtractor(chat_llm, model=side_model) if chat_llm else OfflineFactExtractor(),
         options=options,
-        worker=SerialWorker(name="hmem-pipeline") if settings.extraction == "background" else None,
-        on_close=closers,
+        on_close=tuple(closers),
     )
 
 

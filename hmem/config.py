@@ -23,6 +23,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
 
 __all__ = ["Settings", "mask_url"]
@@ -37,19 +38,17 @@ CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
 
 
-def mask_url(url: str) -> str:
-    """Hide the password of a URL for logs and errors: ``redis://:****@host:6379/0``."""
-    if "@" not in url:
-        return url
-    if "://" not in url:  # a mistyped URL ("redis:/:pw@host") still hides what precedes the host
-        return "****@" + url.rsplit("@", 1)[1]
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0] if ":" in creds else ""
-    return f"{scheme}://{user}:****@{host}"
-
-
 _SECRET_FIELDS = frozenset({"llm_api_key", "embed_api_key", "api_keys"})
+_REDIS_FIELDS = ("sessions", "summaries", "profile", "items", "redis_url")
+
+
+def _shown(name: str, value: Any) -> Any:
+    """``value`` of setting ``name`` as logs and errors may show it: secrets hidden."""
+    if name in _SECRET_FIELDS and value:
+        return "****"
+    if isinstance(value, str) and ("://" in value or "@" in value):
+        return mask_url(value)
+    return value
 
 
 @dataclass(frozen=True, repr=False)
@@ -112,6 +111,13 @@ class Settings:
                 raise ConfigError(
                     f"HMEM_{name.upper()}={mask_url(value)!r}: use 'sqlite', 'memory' or a redis:// URL"
                 )
+        for name in _REDIS_FIELDS:
+            value = getattr(self, name)
+            if value and has_unencoded_userinfo(value):
+                raise ConfigError(
+                    f"HMEM_{name.upper()}={mask_url(value)!r}: the user name or password holds a '/', '?' or '#';"
+                    " percent-encode it (urllib.parse.quote(password, safe='')), e.g. '#' as %23"
+                )
         if self.vectors not in ("chroma", "memory") and not self.vectors.startswith(("chroma://", "http://", "https://")):
             raise ConfigError(f"HMEM_VECTORS={mask_url(self.vectors)!r}: use 'chroma', 'memory' or chroma://host:port")
         if not 0 < self.summary_threshold <= 1:
@@ -138,14 +144,7 @@ class Settings:
 
     def __repr__(self) -> str:
         # Settings end up in logs, tracebacks and test reports: never print a secret.
-        shown = []
-        for name in get_type_hints(type(self)):
-            value = getattr(self, name)
-            if name in _SECRET_FIELDS and value:
-                value = "****"
-            elif isinstance(value, str) and "://" in value:
-                value = mask_url(value)
-            shown.append(f"{name}={value!r}")
+        shown = (f"{name}={_shown(name, getattr(self, name))!r}" for name in get_type_hints(type(self)))
         return f"Settings({', '.join(shown)})"
 
     # -- derived ---------------------------------------------------------------
@@ -215,7 +214,7 @@ def _convert(name: str, annotation: Any, value: Any) -> Any:
     try:
         return _coerce(annotation, value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"HMEM_{name.upper()}={value!r} is invalid: {exc}") from None
+        raise ConfigError(f"HMEM_{name.upper()}={_shown(name, value)!r} is invalid: {exc}") from None
 
 
 def _coerce(annotation: Any, value: Any) -> Any:

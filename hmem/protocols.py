@@ -1,8 +1,13 @@
 """The ports: narrow interfaces every backend and provider implements.
 
 Each port has an in-memory reference implementation in :mod:`hmem.backends.memory`
-(or the matching provider module) and one contract test suite in
-``tests/contract/`` that every implementation must pass.
+(or the matching provider module) and one contract test suite that every
+implementation must pass. The suites ship with hmem as pytest classes in
+:mod:`hmem.testing.contracts` (``SessionStoreContract``, ``SummaryStoreContract``,
+``ProfileStoreContract``, ``ItemStoreContract``, ``VectorIndexContract``,
+``LexicalIndexContract``, ``EmbedderContract``, ``LLMContract``,
+``TokenizerContract``): a third-party backend subclasses one and overrides its
+fixture to get the whole suite. hmem's own backends run them in ``tests/contract/``.
 
 Scoping rule for every store: a record belongs to a ``user_id`` (and a session
 record also to a ``session_id``); no call reads or changes another user's records.

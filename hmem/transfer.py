@@ -1,4 +1,7 @@
-"""Export and import one user's memory as JSONL (used by :meth:`Memory.export_user`).
+"""Whole-user operations on the stores: export and import one user's memory as JSONL,
+and erase a user (used by :meth:`Memory.export_user`, :meth:`Memory.import_user` and
+:meth:`Memory.forget_user`). Everything here takes a :class:`UserStores` (the tier ports
+and the long-term store), never a Memory.
 
 One JSON object per line, each with a ``type``:
 
@@ -14,6 +17,12 @@ name; import reuses the vectors when the model matches (so recall ranks exactly 
 before) and embeds afresh otherwise, then rebuilds the BM25 entries. Deletions in profile history are replayed at
 import time (their original timestamp is kept only in the file), and the history of
 a key that is deleted now is not exported (the ProfileStore port lists current keys only).
+
+Example::
+
+    stores = UserStores(sessions, summaries, profile, longterm)
+    export_user(stores, "u1", Path("u1.jsonl"))
+    import_user(other_stores, Path("u1.jsonl"), user_id="u1-copy")
 """
 
 from __future__ import annotations
@@ -25,17 +34,13 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-
+from hmem._options import UserStores
 from hmem.errors import InvalidInput
 from hmem.types import MemoryItem, Message, ProfileEntry, Provenance, SessionSummary, as_datetime, check_id
 
-if TYPE_CHECKING:
-    from hmem.memory import Memory
-
-__all__ = ["FORMAT", "export_user", "import_user"]
+__all__ = ["FORMAT", "UserStores", "erase_user", "export_user", "import_user"]
 
 FORMAT = "hmem-export"
 VERSION = 1
@@ -45,12 +50,12 @@ def _iso(dt: datetime | None) -> str | None:
     return None if dt is None else dt.isoformat()
 
 
-def _records(mem: Memory, user_id: str) -> Iterator[dict[str, Any]]:
+def _records(stores: UserStores, user_id: str) -> Iterator[dict[str, Any]]:
     yield {"type": "header", "format": FORMAT, "version": VERSION, "user_id": user_id}
-    for info in reversed(mem.sessions.list_sessions(user_id)):  # oldest session first
-        for message in mem.sessions.load(user_id, info.session_id).messages:
+    for info in reversed(stores.sessions.list_sessions(user_id)):  # oldest session first
+        for message in stores.sessions.load(user_id, info.session_id).messages:
             yield {"type": "message", "session_id": info.session_id, "message": message.to_openai(include_meta=True)}
-        summary = mem.summaries.get(user_id, info.session_id)
+        summary = stores.summaries.get(user_id, info.session_id)
         if summary is not None:
             yield {
                 "type": "summary", "session_id": summary.session_id, "text": summary.text,
@@ -58,12 +63,12 @@ def _records(mem: Memory, user_id: str) -> Iterator[dict[str, Any]]:
                 "method": summary.method, "updated_at": _iso(summary.updated_at), "tokens": summary.tokens,
             }
     # Least recently confirmed first, so a replay in file order restores the ordering.
-    for key in reversed([entry.key for entry in mem.profile.all(user_id)]):
-        for entry in mem.profile.history(user_id, key):
+    for key in reversed([entry.key for entry in stores.profile.all(user_id)]):
+        for entry in stores.profile.history(user_id, key):
             yield _profile_record(entry)
-    items = mem.longterm.items.find(user_id)
-    model = mem.longterm.embedder.model_name
-    for item, vector in zip(items, mem.longterm.vectors_for(items), strict=True):
+    items = stores.longterm.items.find(user_id)
+    model = stores.longterm.embedder.model_name
+    for item, vector in zip(items, stores.longterm.vectors_for(items), strict=True):
         yield {
             "type": "item", "id": item.id, "text": item.text, "kind": item.kind, "importance": item.importance,
             "created_at": _iso(item.created_at), "updated_at": _iso(item.updated_at), "session_id": item.session_id,
@@ -73,10 +78,14 @@ def _records(mem: Memory, user_id: str) -> Iterator[dict[str, Any]]:
 
 
 def _pack(vector: list[float]) -> str:
+    import numpy as np  # only exports and imports need it: importing hmem stays light
+
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
 def _unpack(text: str) -> list[float]:
+    import numpy as np
+
     values: list[float] = np.frombuffer(base64.b64decode(text, validate=True), dtype="<f4").astype(float).tolist()
     return values
 
@@ -92,14 +101,14 @@ def _profile_record(entry: ProfileEntry) -> dict[str, Any]:
     }
 
 
-def export_user(mem: Memory, user_id: str, path: Path) -> int:
+def export_user(stores: UserStores, user_id: str, path: Path) -> int:
     """Write every record of ``user_id`` to ``path``; returns the number of lines."""
     count = 0
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tmp.open("w", encoding="utf-8") as out:
-            for record in _records(mem, user_id):
+            for record in _records(stores, user_id):
                 out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
                 count += 1
         tmp.replace(path)  # a crash mid-export never leaves a truncated file under the real name
@@ -145,8 +154,8 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
-    """Load an export into ``mem``. Everything is parsed and validated before the
+def import_user(stores: UserStores, path: Path, *, user_id: str | None = None) -> str:
+    """Load an export into the stores. Everything is parsed and validated before the
     first write; the target user must have no data (no merge semantics to guess)."""
     records = _read(path)
     user = check_id(user_id or records[0].get("user_id"), "user_id")
@@ -155,7 +164,7 @@ def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
     profile: list[dict[str, Any]] = []
     items: list[MemoryItem] = []
     vectors: list[list[float] | None] = []
-    model = mem.longterm.embedder.model_name
+    model = stores.longterm.embedder.model_name
     try:
         for record in records[1:]:
             kind = record["type"]
@@ -188,28 +197,41 @@ def import_user(mem: Memory, path: Path, *, user_id: str | None = None) -> str:
         if isinstance(exc, InvalidInput):
             raise
         raise InvalidInput(f"{path}: malformed record: {exc!r}", field="path") from None
-    if mem.sessions.list_sessions(user) or mem.profile.all(user) or mem.longterm.items.count(user):
+    if stores.sessions.list_sessions(user) or stores.profile.all(user) or stores.longterm.items.count(user):
         raise InvalidInput(f"user {user!r} already has data here; import into an empty user", field="user_id")
 
     try:
         for sid, batch in messages.items():
-            mem.sessions.append(user, sid, batch)
+            stores.sessions.append(user, sid, batch)
         for summary in summaries:
-            mem.summaries.put(summary)
-        _replay_profile(mem, user, profile)
+            stores.summaries.put(summary)
+        _replay_profile(stores, user, profile)
         if items:
             # Exported vectors of the same model are reused as they were (no recompute, and
             # recall ranks exactly as before); other items are embedded afresh.
             known = all(v is not None for v in vectors)
-            mem.longterm.restore(user, items, [v for v in vectors if v is not None] if known else None)
+            stores.longterm.restore(user, items, [v for v in vectors if v is not None] if known else None)
     except BaseException as exc:
         # The user had no data before: undo the partial import so a failure changes nothing.
         with contextlib.suppress(Exception):  # the original error is the one to report
-            mem.forget_user(user)
+            erase_user(stores, user)
         if isinstance(exc, KeyError | TypeError | ValueError) and not isinstance(exc, InvalidInput):
             raise InvalidInput(f"{path}: malformed record: {exc!r}; nothing was imported", field="path") from None
         raise
     return user
+
+
+def erase_user(stores: UserStores, user_id: str) -> dict[str, int]:
+    """Delete every record of ``user_id`` in every tier: sessions (with their
+    summaries), profile, long-term items. Returns counts per tier."""
+    user = check_id(user_id, "user_id")
+    sessions = stores.sessions.list_sessions(user)
+    for info in sessions:
+        stores.sessions.delete(user, info.session_id)
+        stores.summaries.delete(user, info.session_id)
+    profile_keys = stores.profile.delete_user(user)
+    items = stores.longterm.forget(user, all=True)
+    return {"sessions": len(sessions), "profile_keys": profile_keys, "items": items}
 
 
 def _check_profile_record(record: dict[str, Any]) -> dict[str, Any]:
@@ -224,16 +246,16 @@ def _check_profile_record(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _replay_profile(mem: Memory, user: str, records: list[dict[str, Any]]) -> None:
+def _replay_profile(stores: UserStores, user: str, records: list[dict[str, Any]]) -> None:
     current: dict[str, dict[str, Any]] = {}
     for record in records:
         prov = record.get("provenance") or {}
         provenance = Provenance(prov.get("source", "import"), prov.get("session_id"), prov.get("message_id"))
         if record["value"] is None:
-            mem.profile.delete(user, record["key"], provenance=provenance)
+            stores.profile.delete(user, record["key"], provenance=provenance)
             current.pop(record["key"], None)
             continue
-        mem.profile.set(
+        stores.profile.set(
             user, record["key"], record["value"], provenance=provenance,
             confidence=float(record["confidence"]), at=as_datetime(record["valid_from"]),
         )
@@ -243,5 +265,5 @@ def _replay_profile(mem: Memory, user: str, records: list[dict[str, Any]]) -> No
     for record in sorted(current.values(), key=lambda r: r.get("confirmed_at") or r["valid_from"]):
         confirmed = record.get("confirmed_at")
         if confirmed and confirmed != record["valid_from"]:
-            mem.profile.set(user, record["key"], record["value"], confidence=float(record["confidence"]),
+            stores.profile.set(user, record["key"], record["value"], confidence=float(record["confidence"]),
                             at=as_datetime(confirmed))

@@ -5,6 +5,7 @@ items, hits) and re-exports the rest, so ``from hmem.types import X`` works for 
 name in ``__all__``:
 
 * :mod:`hmem._primitives` — limits, ids, clock; checks of ids, text and timestamps;
+  :func:`renamed` (an error's field as the caller named it);
 * :mod:`hmem._message` — :class:`Message` and :class:`ToolCall` (OpenAI shape);
 * :mod:`hmem._assembly_types` — the assembler's tiers, report and result.
 
@@ -37,17 +38,21 @@ from hmem._assembly_types import (
 )
 from hmem._message import ROLES, Message, Role, ToolCall, coerce_messages, message_ids
 from hmem._primitives import (
+    MAX_CLOCK_SKEW,
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     JSONScalar,
     as_datetime,
     check_id,
+    check_not_future,
     check_text,
     new_id,
+    renamed,
     utcnow,
 )
 
 __all__ = [
+    "MAX_CLOCK_SKEW",
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
     "ROLES",
@@ -73,10 +78,12 @@ __all__ = [
     "Usage",
     "as_datetime",
     "check_id",
+    "check_not_future",
     "check_text",
     "coerce_messages",
     "message_ids",
     "new_id",
+    "renamed",
     "utcnow",
 ]
 

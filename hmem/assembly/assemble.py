@@ -119,7 +119,7 @@ def budget_for(model_window: int, reply_reserve: int = 2000, explicit: int | Non
     chosen = check_int_at_least(explicit, "explicit", 0)
     if chosen > room:
         raise InvalidInput(
-            f"explicit budget {chosen} leaves less than reply_reserve={reserve} tokens for the reply "
+            f"budget {chosen} leaves less than reply_reserve={reserve} tokens for the reply "
             f"in a {window}-token window; use at most {room} or lower reply_reserve",
             field="explicit",
         )

@@ -34,7 +34,14 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from hmem.backends.memory.items import check_ids
-from hmem.backends.memory.vectors import check_k, check_query_vector, check_vectors, check_where
+from hmem.backends.memory.vectors import (
+    check_k,
+    check_query,
+    check_query_ids,
+    check_query_vector,
+    check_vectors,
+    check_where,
+)
 from hmem.errors import BackendUnavailable, ConfigError, HmemError, InvalidInput
 from hmem.protocols import ScoredId
 from hmem.types import check_id
@@ -178,6 +185,14 @@ class ChromaVectorIndex:
     def _unkey(self, key: str) -> str:
         return key.split(":", 1)[1] if self._scoping == "where" else key
 
+    def _where(self, user_id: str, cond: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A canonical ``where`` (plus the user, in a shared collection) as Chroma's filter."""
+        full = dict(cond)
+        if self._scoping == "where":
+            full[_USER_KEY] = {"$eq": user_id}
+        clauses = [{key: c} for key, c in full.items()]
+        return None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
     # -- the port -----------------------------------------------------------------
 
     def upsert(
@@ -206,14 +221,8 @@ class ChromaVectorIndex:
     def query(
         self, user_id: str, vector: Sequence[float], k: int, where: Mapping[str, Any] | None = None
     ) -> list[ScoredId]:
-        check_id(user_id, "user_id")
-        check_k(k)
-        vec = check_query_vector(vector)
-        cond: dict[str, Any] = dict(check_where(where))
-        if self._scoping == "where":
-            cond[_USER_KEY] = {"$eq": user_id}
-        clauses = [{key: c} for key, c in cond.items()]
-        chroma_where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        vec, cond = check_query(user_id, vector, k, where)
+        chroma_where = self._where(user_id, cond)
 
         def run(col: Any) -> list[ScoredId]:
             res = col.query(query_embeddings=[vec], n_results=k, where=chroma_where, include=["distances"])
@@ -231,11 +240,7 @@ class ChromaVectorIndex:
         if not vectors:
             return []
         vecs = [check_query_vector(v) for v in vectors]
-        cond: dict[str, Any] = dict(check_where(where))
-        if self._scoping == "where":
-            cond[_USER_KEY] = {"$eq": user_id}
-        clauses = [{key: c} for key, c in cond.items()]
-        chroma_where = None if not clauses else clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        chroma_where = self._where(user_id, check_where(where))
 
         def run(col: Any) -> list[list[ScoredId]]:
             res = col.query(query_embeddings=vecs, n_results=k, where=chroma_where, include=["distances"])
@@ -247,10 +252,8 @@ class ChromaVectorIndex:
     def query_ids(self, user_id: str, vector: Sequence[float], k: int, ids: Collection[str]) -> list[ScoredId]:
         """:meth:`query` restricted to ``ids`` (a filtered recall's allowed set). Chroma
         searches just those ids, 4-5x faster than the equivalent metadata ``where``."""
-        check_id(user_id, "user_id")
-        check_k(k)
-        vec = check_query_vector(vector)
-        keys = [self._key(user_id, i) for i in check_ids(sorted(ids))]
+        vec, wanted = check_query_ids(user_id, vector, k, ids)
+        keys = [self._key(user_id, i) for i in wanted]
         if not keys:
             return []
         chroma_where = {_USER_KEY: {"$eq": user_id}} if self._scoping == "where" else None

@@ -113,10 +113,10 @@ def open_memory(
 ) -> Iterator[Memory]:
     """A :class:`Memory` built from ``settings`` (default: :func:`settings_from_args`
     with ``overrides``), sharing ``llm`` when given; closed on exit."""
-    from hmem.build import build_memory
+    from hmem.memory import Memory
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
-    mem = build_memory(settings or settings_from_args(args, **overrides), llm=llm)
+    mem = Memory.from_settings(settings or settings_from_args(args, **overrides), llm=llm)
     try:
         yield mem
     finally:

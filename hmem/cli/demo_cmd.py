@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         overrides = demo_overrides(args, folder)
         mem = stack.enter_context(open_memory(args, **overrides))
         t_open = time.perf_counter()
-        mem.longterm.embedder.embed(["hmem demo"])  # load the model now, so its cost is measured apart
+        mem.warm_up()  # load the model now, so its cost is measured apart
         t_model = time.perf_counter()
         ingested = _ingest(mem, conversations, out)
         t_ingest = time.perf_counter()
@@ -207,8 +207,6 @@ def _ask(mem: Memory, conv: EvalConversation, q: EvalQuestion, budget: int, k: i
 
 def _locate(mem: Memory, user: str, turn_id: str, recalled: list[dict[str, Any]]) -> str:
     """Where a gold evidence turn ended up, in words: why it is (not) in the prompt."""
-    from hmem.protocols import ItemFilter
-
     rows = [r for r in recalled if r.get("source_message_id") == turn_id]
     kept = [r for r in rows if r["kept"]]
     if kept:
@@ -216,13 +214,13 @@ def _locate(mem: Memory, user: str, turn_id: str, recalled: list[dict[str, Any]]
     if rows:
         return f"recalled at rank {rows[0]['rank']} but dropped: {rows[0]['reason']}"
     session = turn_id.split(":", 1)[0]
-    items = mem.longterm.items.find(user, ItemFilter(source_message_ids=frozenset({turn_id})))
+    items = mem.items(user, source_message_id=turn_id)
     if items:
         return f"in long-term memory ({', '.join(sorted({i.kind for i in items}))}) but not among the top k for this query"
     if any(m.id == turn_id for m in mem.history(user, session)):
         return (f"still in session {session}'s short-term buffer: with --archive-on-evict only turns evicted "
                 "from a buffer are archived for other sessions to recall")
-    summary = mem.summaries.get(user, session)
+    summary = mem.summary(user, session)
     return f"only in session {session}'s summary" if summary else "not stored (nothing extracted from it)"
 
 

@@ -191,7 +191,6 @@ def run_recall(args: argparse.Namespace) -> int:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from hmem.protocols import ItemFilter
     from hmem.tokens import get_tokenizer
     from hmem.types import check_id
 
@@ -199,9 +198,9 @@ def run_inspect(args: argparse.Namespace) -> int:
     with open_memory(args) as mem:
         tokenizer = get_tokenizer(mem.options.model)
         buffer = mem.history(user, session)
-        summary = mem.summaries.get(user, session)
+        summary = mem.summary(user, session)
         profile = mem.profile.all(user)
-        items = mem.longterm.items.find(user, ItemFilter(session_id=session))
+        items = mem.items(user, session_id=session)
         stats = mem.stats(user)
     data = {
         "user_id": user,

@@ -72,8 +72,8 @@ def run(args: argparse.Namespace) -> int:
     """Check the bind address against the auth settings, build the memory, serve until stopped."""
     import uvicorn
 
-    from hmem.build import build_memory
     from hmem.config import Settings, mask_url
+    from hmem.memory import Memory
     from hmem.server.app import ServerOptions, create_app
     from hmem.server.auth import KeyRing, check_bind
 
@@ -84,14 +84,15 @@ def run(args: argparse.Namespace) -> int:
     if warning:
         log.warning(warning)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
-    memory = build_memory(settings)
+    memory = Memory.from_settings(settings)
     try:
         limit = args.max_body_bytes if args.max_body_bytes is not None else settings.max_body_bytes
         app = create_app(memory, settings, ServerOptions(max_body_bytes=limit))
+        # Store selectors may be URLs with a password or an api_key/token parameter: mask them.
         log.info(
-            "hmem serving http://%s:%d (data %s; sessions %s, profile %s, vectors %s)",
+            "hmem serving http://%s:%d (data %s; sessions %s, profile %s, items %s, vectors %s)",
             args.host, args.port, settings.data_dir, mask_url(settings.sessions), mask_url(settings.profile),
-            mask_url(settings.vectors),
+            mask_url(settings.items), mask_url(settings.vectors),
         )
         proxy: dict[str, Any] = {"proxy_headers": False}
         if args.forwarded_allow_ips:

@@ -50,7 +50,7 @@ def context_to_dict(
     source message ids, for the demo) marks the recalled items that answer."""
     report = ctx.report.to_dict()
     recalled_refs = [i for i in report["items"] if i["tier"] == "recalled"]
-    found = mem.longterm.items.get(user_id, [i["ref"] for i in recalled_refs]) if recalled_refs else {}
+    found = {it.id: it for it in mem.items(user_id, ids=[i["ref"] for i in recalled_refs])} if recalled_refs else {}
     gold = set(evidence)
     recalled = []
     for rank, entry in enumerate(recalled_refs, start=1):

@@ -19,11 +19,21 @@ from typing import Any
 from hmem._checks import is_finite
 from hmem.errors import InvalidInput
 from hmem.protocols import ItemFilter
-from hmem.types import JSONScalar, MemoryItem, Message, as_datetime, check_id, check_text, coerce_messages
+from hmem.types import (
+    JSONScalar,
+    MemoryItem,
+    Message,
+    as_datetime,
+    check_id,
+    check_not_future,
+    check_text,
+    coerce_messages,
+)
 
 __all__ = [
     "Entry",
     "check_entries",
+    "check_entry",
     "check_forget_filter",
     "check_metadata",
     "check_recall_args",
@@ -63,7 +73,10 @@ def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, 
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInput(f"{field_name}[{key!r}] must be finite", field=field_name)
         if isinstance(value, str):
-            check_text(value, f"{field_name}[{key!r}]")
+            try:
+                check_text(value, f"{field_name}[{key!r}]")
+            except InvalidInput as exc:  # like every metadata error: the message names the key
+                raise InvalidInput(str(exc), field=field_name) from None
         out[key] = value
     return out
 
@@ -76,34 +89,48 @@ def check_importance(value: object, field_name: str = "importance") -> float:
     return float(value)
 
 
-def _entry(raw: Mapping[str, Any] | str, where: str) -> Entry:
+def _at(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+def check_entry(raw: Mapping[str, Any] | str, where: str = "", *, now: datetime | None = None) -> Entry:
+    """One validated entry; errors name ``<where>.<field>`` (just ``<field>`` without
+    ``where``: the arguments of ``remember``). With ``now``, a ``created_at`` more than
+    :data:`~hmem.types.MAX_CLOCK_SKEW` ahead of it is refused.
+
+    >>> check_entry({"text": "  "}).text
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: text must not be empty
+    """
     if isinstance(raw, str):
         raw = {"text": raw}
     if not isinstance(raw, Mapping):
-        raise InvalidInput(f"{where} must be a text or an object", field=where)
+        raise InvalidInput(f"{where or 'entry'} must be a text or an object", field=where or None)
     unknown = set(raw) - _ENTRY_KEYS
     if unknown:
-        raise InvalidInput(f"{where}: unknown field(s) {sorted(unknown)}", field=f"{where}.{sorted(unknown)[0]}")
-    text = check_text(raw.get("text"), f"{where}.text", allow_empty=False)
-    kind = check_id(raw.get("kind", "fact"), f"{where}.kind")
-    importance = check_importance(raw.get("importance", 0.5), f"{where}.importance")
+        raise InvalidInput(f"{where or 'entry'}: unknown field(s) {sorted(unknown)}",
+                           field=_at(where, sorted(unknown)[0]))
+    text = check_text(raw.get("text"), _at(where, "text"), allow_empty=False)
+    kind = check_id(raw.get("kind", "fact"), _at(where, "kind"))
+    importance = check_importance(raw.get("importance", 0.5), _at(where, "importance"))
     meta = raw.get("metadata")
-    metadata = {} if meta is None else check_metadata(meta, f"{where}.metadata")
+    metadata = {} if meta is None else check_metadata(meta, _at(where, "metadata"))
     opt: dict[str, str | None] = {}
     for name in ("session_id", "source_message_id"):
         value = raw.get(name)
-        opt[name] = None if value is None else check_id(value, f"{where}.{name}")
-    created = raw.get("created_at")
+        opt[name] = None if value is None else check_id(value, _at(where, name))
+    created = None if raw.get("created_at") is None else as_datetime(raw["created_at"], _at(where, "created_at"))
+    if created is not None and now is not None:
+        check_not_future(created, _at(where, "created_at"), now)
     return Entry(text=text, kind=kind, importance=importance, metadata=metadata, session_id=opt["session_id"],
-                 source_message_id=opt["source_message_id"],
-                 created_at=None if created is None else as_datetime(created, f"{where}.created_at"))
+                 source_message_id=opt["source_message_id"], created_at=created)
 
 
-def check_entries(entries: Iterable[Mapping[str, Any] | str]) -> list[Entry]:
+def check_entries(entries: Iterable[Mapping[str, Any] | str], *, now: datetime | None = None) -> list[Entry]:
     """Validate every entry of a ``remember_many`` batch; name ``entries[i].field``."""
     if isinstance(entries, str | bytes | Mapping):
         raise InvalidInput("entries must be a list of texts or objects", field="entries")
-    return [_entry(raw, f"entries[{i}]") for i, raw in enumerate(entries)]
+    return [check_entry(raw, f"entries[{i}]", now=now) for i, raw in enumerate(entries)]
 
 
 def prepare_turns(
@@ -131,7 +158,7 @@ def _kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
         kinds = [kinds]
     if isinstance(kinds, Mapping | bytes):
         raise InvalidInput("kinds must be a list of kind names", field="kinds")
-    out = frozenset(check_id(k, "kinds[]") for k in kinds)
+    out = frozenset(check_id(k, f"kinds[{i}]") for i, k in enumerate(kinds))
     if not out:
         raise InvalidInput("kinds must not be empty (omit it to allow every kind)", field="kinds")
     return out
@@ -153,7 +180,11 @@ def _half_life(value: object) -> timedelta:
                 field="recency_half_life",
             ) from None
     if half_life is None or half_life.total_seconds() <= 0:
-        raise InvalidInput("recency_half_life must be a positive timedelta or seconds", field="recency_half_life")
+        raise InvalidInput(
+            f"recency_half_life must be a positive duration (a timedelta or seconds) of at least one microsecond, "
+            f"got {value!r}",
+            field="recency_half_life",
+        )
     return half_life
 
 
@@ -211,7 +242,7 @@ def check_forget_filter(
     if ids is not None:
         if isinstance(ids, str | bytes | Mapping):
             raise InvalidInput("ids must be a list of item ids", field="ids")
-        id_set = frozenset(check_id(i, "ids[]") for i in ids)
+        id_set = frozenset(check_id(item_id, f"ids[{i}]") for i, item_id in enumerate(ids))
     until = None
     if before is not None:
         moment = as_datetime(before, "before")

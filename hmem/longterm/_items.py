@@ -24,7 +24,7 @@ from datetime import datetime
 
 from hmem.longterm import fusion as fz
 from hmem.longterm._args import Entry
-from hmem.longterm.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, speaker_line
+from hmem.longterm.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_line, speaker_line
 from hmem.types import MemoryItem, Message, new_id
 
 __all__ = [
@@ -40,7 +40,7 @@ __all__ = [
 def entry_dense_text(e: Entry) -> str:
     """The embedded text of an entry: the same rule as
     :func:`hmem.longterm.index_text.dense_text`, on an entry not yet made an item."""
-    return speaker_line(e.speaker, e.text) if e.kind == "turn" else e.text
+    return dense_line(e.kind, e.speaker, e.text)
 
 
 def with_previous_turns(

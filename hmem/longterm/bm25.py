@@ -32,15 +32,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
 
-from hmem.errors import InvalidInput
-from hmem.types import check_id, check_text
-
-__all__ = ["Bm25Index", "check_bm25_params", "check_doc", "check_docs", "check_search", "term_counts"]
+__all__ = ["Bm25Index", "check_bm25_params", "term_counts"]
 
 _MIN_DEAD_SLOTS_TO_COMPACT = 1024
 
@@ -48,19 +44,6 @@ _MIN_DEAD_SLOTS_TO_COMPACT = 1024
 def term_counts(tokens: Iterable[str]) -> dict[str, int]:
     """Term → frequency, in first-occurrence order."""
     return dict(Counter(tokens))
-
-
-def check_cached_index_settings(k1: float, b: float, epsilon: float, max_cached_users: int) -> None:
-    """:class:`~hmem.errors.ConfigError` unless the BM25 parameters and the per-user
-    cache size of a cached lexical index (SQLite, shared) are usable."""
-    from hmem.errors import ConfigError
-
-    try:
-        check_bm25_params(k1, b, epsilon)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    if isinstance(max_cached_users, bool) or not isinstance(max_cached_users, int) or max_cached_users < 1:
-        raise ConfigError(f"max_cached_users must be a positive integer, got {max_cached_users!r}")
 
 
 def check_bm25_params(k1: float, b: float, epsilon: float) -> None:
@@ -353,49 +336,3 @@ class Bm25Index:
         ranked = sorted(((float(scores[i]), ids[cand[i]]) for i in pick), key=lambda p: (-p[0], p[1]))
         return [(doc_id, score) for score, doc_id in ranked[:k] if doc_id is not None]
 
-
-# -- argument checks shared by every LexicalIndex backend -------------------------------
-
-
-def check_doc(user_id: object, doc_id: object, text: object) -> tuple[str, str, str]:
-    """Validate one document of ``LexicalIndex.add``; raise InvalidInput naming the field."""
-    return check_id(user_id, "user_id"), check_id(doc_id, "doc_id"), check_text(text, "text")
-
-
-def check_docs(user_id: object, docs: object) -> tuple[str, list[tuple[str, str]]]:
-    """Validate a batch of (doc_id, text) pairs; a doc_id may appear only once."""
-    uid = check_id(user_id, "user_id")
-    if isinstance(docs, str | bytes | Mapping) or not isinstance(docs, Iterable):
-        raise InvalidInput("docs must be a list of (doc_id, text) pairs", field="docs")
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for i, pair in enumerate(docs):
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise InvalidInput(f"docs[{i}] must be a (doc_id, text) pair", field=f"docs[{i}]")
-        doc_id = check_id(pair[0], f"docs[{i}].doc_id")
-        text = check_text(pair[1], f"docs[{i}].text")
-        if doc_id in seen:
-            raise InvalidInput(f"docs contains doc_id {doc_id!r} twice", field=f"docs[{i}].doc_id")
-        seen.add(doc_id)
-        out.append((doc_id, text))
-    return uid, out
-
-
-def check_search(
-    user_id: object, query: object, k: object, allowed_ids: object
-) -> tuple[str, str, int, set[str] | None]:
-    """Validate the arguments of ``LexicalIndex.search``."""
-    uid = check_id(user_id, "user_id")
-    q = check_text(query, "query")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise InvalidInput(f"k must be an integer, got {type(k).__name__}", field="k")
-    if k <= 0:
-        raise InvalidInput(f"k must be at least 1, got {k}", field="k")
-    if allowed_ids is None:
-        return uid, q, k, None
-    if isinstance(allowed_ids, str | bytes | Mapping) or not isinstance(allowed_ids, AbstractSet | list | tuple):
-        raise InvalidInput("allowed_ids must be a set of document ids (or None for no filter)", field="allowed_ids")
-    allowed = set(allowed_ids)
-    if not all(isinstance(d, str) for d in allowed):
-        raise InvalidInput("allowed_ids must contain only string ids", field="allowed_ids")
-    return uid, q, k, allowed

@@ -13,10 +13,10 @@ Example::
     >>> from hmem.backends.memory.lexical import MemoryLexicalIndex
     >>> from hmem.providers.embed import SentenceTransformerEmbedder
     >>> lt = LongTermStore(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(),
-    ...                    SentenceTransformerEmbedder())                      # doctest: +SKIP
-    >>> lt.remember("u1", "I am allergic to peanuts").status                  # doctest: +SKIP
+    ...                    SentenceTransformerEmbedder())
+    >>> lt.remember("u1", "I am allergic to peanuts").status
     'stored'
-    >>> lt.recall("u1", "food allergies", k=1)[0].item.text                   # doctest: +SKIP
+    >>> lt.recall("u1", "food allergies", k=1)[0].item.text
     'I am allergic to peanuts'
 """
 
@@ -33,13 +33,12 @@ from typing import Any, Literal
 import numpy as np
 
 from hmem.errors import InvalidInput
-from hmem.longterm import fusion as fz
 from hmem.longterm._args import (
     Entry,
     check_entries,
+    check_entry,
     check_forget_filter,
     check_recall_args,
-    dense_where,
     index_metadata,
     prepare_turns,
 )
@@ -51,7 +50,8 @@ from hmem.longterm._items import (
     retention_victims,
     with_previous_turns,
 )
-from hmem.longterm._rank import best_first, boosted_scores, fusion_rrf, fusion_weighted, to_hits
+from hmem.longterm._nearby import near_duplicate, neighbours
+from hmem.longterm._recall import RecallPorts, run_recall
 from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text, lexical_text
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
@@ -61,10 +61,6 @@ from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcn
 __all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "RememberResult"]
 
 log = logging.getLogger("hmem.longterm.store")
-
-_NEIGHBOURS = 5
-_MAX_ID_FILTER = 20_000
-
 
 class LongTermStore:
     """A user's long-term items behind one API; collaborators are injected."""
@@ -103,12 +99,17 @@ class LongTermStore:
         source_message_id: str | None = None,
         created_at: datetime | str | float | None = None,
     ) -> RememberResult:
-        """Store one fact, deduplicating at write time (see :class:`RememberResult`)."""
-        entry: dict[str, Any] = {
+        """Store one fact, deduplicating at write time (see :class:`RememberResult`).
+
+        Bad input raises :class:`InvalidInput` naming the argument (``text``,
+        ``created_at`` …) and changes nothing; ``created_at`` may be at most
+        :data:`~hmem.types.MAX_CLOCK_SKEW` ahead of the store's clock."""
+        check_id(user_id, "user_id")
+        entry = check_entry({
             "text": text, "kind": kind, "importance": importance, "metadata": metadata,
             "session_id": session_id, "source_message_id": source_message_id, "created_at": created_at,
-        }
-        return self.remember_many(user_id, [entry])[0]
+        }, now=self._clock())
+        return self._remember(user_id, [entry])[0]
 
     def remember_many(self, user_id: str, entries: Iterable[Mapping[str, Any] | str]) -> list[RememberResult]:
         """Store many facts with one embedding batch and one item-store transaction.
@@ -117,7 +118,9 @@ class LongTermStore:
         :class:`InvalidInput` naming ``entries[i].field`` and changes nothing).
         """
         check_id(user_id, "user_id")
-        checked = check_entries(entries)
+        return self._remember(user_id, check_entries(entries, now=self._clock()))
+
+    def _remember(self, user_id: str, checked: Sequence[Entry]) -> list[RememberResult]:
         with self._lock(user_id):
             results = self._write(user_id, checked, dedup=True)
             evicted = self.enforce_retention(user_id)
@@ -172,18 +175,18 @@ class LongTermStore:
             pending.append(i)
         vectors = self.embedder.embed([entry_dense_text(entries[i]) for i in pending]) if pending else []
         threshold = self.config.near_duplicate_threshold
-        neighbours: list[list[ScoredId]] = [[] for _ in pending]
+        near_ids: list[list[ScoredId]] = [[] for _ in pending]
         if dedup and threshold is not None and pending:
-            neighbours = self._neighbours(user_id, vectors)
+            near_ids = neighbours(self.vectors, user_id, vectors)
         final: dict[str, tuple[MemoryItem, list[float]]] = {}  # item id -> (item, vector), in write order
         batch_vecs: list[tuple[str, np.ndarray[Any, Any]]] = []
-        for i, new_vec, near in zip(pending, vectors, neighbours, strict=True):
+        for i, new_vec, near in zip(pending, vectors, near_ids, strict=True):
             e = entries[i]
             vec = new_vec
             target, sim = None, None
             if dedup and threshold is not None:
-                target, sim = self._near_duplicate(
-                    user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
+                target, sim = near_duplicate(
+                    self.items, user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
             if target is None:
                 item = new_item(user_id, e, new_item_id(user_id, e), now)
                 results[i] = RememberResult("stored", item)
@@ -243,35 +246,6 @@ class LongTermStore:
             for doc_id, text in docs:
                 self.lexical.add(user_id, doc_id, text)
 
-    def _neighbours(self, user_id: str, vectors: Sequence[Sequence[float]]) -> list[list[ScoredId]]:
-        # Unfiltered top-5 (kind is checked on the item): a kind filter makes Chroma 2-3x
-        # slower, and one batched round trip beats one query per entry.
-        query_many = getattr(self.vectors, "query_many", None)
-        if query_many is not None:
-            return list(query_many(user_id, vectors, _NEIGHBOURS))
-        return [self.vectors.query(user_id, v, _NEIGHBOURS) for v in vectors]
-
-    def _near_duplicate(
-        self, user_id: str, kind: str, vec: Sequence[float], near: Sequence[ScoredId], *, threshold: float,
-        pending: Mapping[str, tuple[MemoryItem, list[float]]], batch_vecs: Sequence[tuple[str, Any]],
-    ) -> tuple[MemoryItem | None, float | None]:
-        q = np.asarray(vec, dtype=np.float32)
-        best: tuple[MemoryItem | None, float | None] = (None, None)
-        for item_id, other in batch_vecs:  # earlier entries of this same batch
-            sim = float(q @ other)
-            item = pending[item_id][0]
-            if item.kind == kind and sim >= threshold and (best[1] is None or sim > best[1]):
-                best = (item, sim)
-        candidates = [h for h in near if h.score >= threshold]
-        found_items = self.items.get(user_id, [h.id for h in candidates if h.id not in pending]) if candidates else {}
-        for hit in candidates:
-            if hit.score < threshold or (best[1] is not None and hit.score <= best[1]):
-                continue
-            found = pending[hit.id][0] if hit.id in pending else found_items.get(hit.id)
-            if found is not None and found.kind == kind:  # a stale index id has no item: ignore it
-                best = (found, hit.score)
-        return best
-
     # -- recall -------------------------------------------------------------------
 
     def recall(
@@ -304,47 +278,9 @@ class LongTermStore:
             user_id, query, k=k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
             fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
             mmr_lambda=mmr_lambda)
-        flt: ItemFilter = args["filter"]
-        depth = max(self.config.candidates, k * 3)
-        allowed: set[str] | None = None
-        if not flt.is_empty:
-            allowed = self.items.find_ids(user_id, flt)
-            if not allowed:
-                return []
-        qvec = self.embedder.embed([query])[0]
-        dense = self._dense(user_id, qvec, depth, flt, allowed)
-        lexical = self.lexical.search(user_id, query, depth, allowed_ids=allowed)
-        found = self.items.get(user_id, list(dict.fromkeys([h.id for h in dense] + [h.id for h in lexical])))
-        valid = {i: it for i, it in found.items() if it.user_id == user_id and flt.matches(it)}
-        dense = [h for h in dense if h.id in valid]
-        lexical = [h for h in lexical if h.id in valid]
-        if fusion == "rrf":
-            fused = fusion_rrf(lexical, dense, self.config.rrf_k)
-        else:
-            fused = fusion_weighted(lexical, dense, self.config.lexical_weight, self.config.dense_weight)
-        scored = boosted_scores(fused, valid, self._clock(), args["half_life"], args["importance_weight"])
-        order = best_first(scored)
-        if mmr_lambda is not None and order:
-            pool = order[: max(k * 3, 30)]
-            vecs = dict(zip(pool, self.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
-            picked = fz.mmr(pool, {d: scored[d][0] for d in pool}, vecs, k, mmr_lambda)
-            for d, mmr_score in picked:
-                scored[d][1]["mmr"] = mmr_score
-            order = [d for d, _ in picked]
-        return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense)
-
-    def _dense(
-        self, user_id: str, qvec: Sequence[float], depth: int, flt: ItemFilter, allowed: set[str] | None
-    ) -> list[ScoredId]:
-        if allowed is None:
-            return self.vectors.query(user_id, qvec, depth)
-        # Searching the allowed ids directly (hmem's indexes offer ``query_ids``) is exact
-        # and 4-5x faster in Chroma than the equivalent metadata ``where``; very large
-        # allowed sets fall back to ``where``.
-        query_ids = getattr(self.vectors, "query_ids", None)
-        if query_ids is not None and len(allowed) <= _MAX_ID_FILTER:
-            return list(query_ids(user_id, qvec, depth, allowed))
-        return self.vectors.query(user_id, qvec, depth, where=dense_where(flt) or None)
+        ports = RecallPorts(self.items, self.vectors, self.lexical, self.embedder)
+        return run_recall(ports, self.config, self._clock(), user_id, query, k, args, fusion=fusion,
+                          mmr_lambda=mmr_lambda)
 
     # -- forget, retention, repair ------------------------------------------------
 

@@ -1,7 +1,8 @@
 """The profile tier: per-user ``key → value`` facts with history.
 
-Owns: the value model, key normalisation, rendering and the versioning rule
-(:mod:`~hmem.profile.model`: pure, shared by every profile store), and extraction of
+Owns: the value model, key normalisation and rendering (:mod:`~hmem.profile.model`),
+the versioning rule every profile store only persists (:mod:`~hmem.profile.versioning`:
+pure ``plan_set`` / ``plan_delete``), and extraction of
 profile updates from user turns (:mod:`~hmem.profile.extract`: offline English and
 Chinese rules, or an LLM).
 May import: :mod:`hmem.types`, :mod:`hmem.errors`, :mod:`hmem.protocols`, :mod:`hmem.tokens`,

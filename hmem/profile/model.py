@@ -5,10 +5,11 @@
 * :func:`coerce_value` — the typed values a profile holds (``str``, finite
   ``int``/``float``, ``bool``, list of strings → ``tuple[str, ...]``) with size caps.
 * :func:`encode_value` / :func:`decode_value` — the JSON text backends store.
-* :func:`write_time` / :func:`confirm` — the timestamp and re-confirmation rules.
 * :func:`history_problems` — the invariants of one key's history (used by tests).
 * :func:`render_profile` / :func:`render_profile_tokens` — compact ``key: value``
   lines for the prompt, most recently confirmed first.
+
+What a write does to a key's history is :mod:`hmem.profile.versioning`.
 
 Example::
 
@@ -32,13 +33,11 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
-from datetime import datetime
 
 from hmem._primitives import check_utf8
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
-from hmem.types import ProfileEntry, ProfileValue, Provenance, as_datetime, check_id
+from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id
 
 __all__ = [
     "DEFAULT_MAX_KEYS",
@@ -49,7 +48,6 @@ __all__ = [
     "check_confidence",
     "check_provenance",
     "coerce_value",
-    "confirm",
     "decode_value",
     "encode_value",
     "format_value",
@@ -59,7 +57,6 @@ __all__ = [
     "render_profile_tokens",
     "same_value",
     "sort_for_prompt",
-    "write_time",
 ]
 
 #: Default cap on live keys per user. The profile is the always-in-the-prompt part of
@@ -245,22 +242,6 @@ def history_problems(history: Sequence[ProfileEntry]) -> list[str]:
     return problems
 
 
-def write_time(at: object, now: datetime, current_from: datetime | None) -> datetime:
-    """The timestamp of a write: explicit ``at`` (validated; must not precede the
-    current version, history is append-only) or ``now`` clamped to the current
-    version's start, so clock skew between processes never breaks the chain."""
-    if at is None:
-        return now if current_from is None or now >= current_from else current_from
-    when = as_datetime(at, "at")
-    if current_from is not None and when < current_from:
-        raise InvalidInput(
-            f"at={when.isoformat()} is before the current version (valid_from={current_from.isoformat()});"
-            " history is append-only, so write with a later time",
-            field="at",
-        )
-    return when
-
-
 # -- rendering -------------------------------------------------------------------------
 
 _WS = re.compile(r"\s+")
@@ -324,9 +305,3 @@ def render_profile_tokens(
             kept.append(line)
             tokens = count
     return "\n".join(kept), tokens
-
-
-def confirm(entry: ProfileEntry, at: datetime, confidence: float) -> ProfileEntry:
-    """The current entry after the same value was stated again at ``at``: no new
-    version; ``confirmed_at`` moves forward and confidence keeps the higher value."""
-    return replace(entry, confirmed_at=max(entry.last_confirmed, at), confidence=max(entry.confidence, confidence))

@@ -13,7 +13,7 @@ Example::
 
     >>> from hmem.backends.sqlite.db import SqliteDatabase
     >>> emb = CachedEmbedder(SentenceTransformerEmbedder(), SqliteEmbeddingCache(SqliteDatabase(":memory:")))
-    >>> len(emb.embed(["I live in Berlin"])[0])  # doctest: +SKIP
+    >>> len(emb.embed(["I live in Berlin"])[0])
     384
 """
 
@@ -23,7 +23,7 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -67,6 +67,8 @@ def text_hash(text: str) -> str:
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise InvalidInput("texts must be a list of strings, not one string", field="texts")
+    if not isinstance(texts, Iterable):
+        raise InvalidInput(f"texts must be a list of strings, got {type(texts).__name__}", field="texts")
     return [check_text(t, "texts[]") for t in texts]
 
 

@@ -7,12 +7,11 @@ The caller owns ``memory`` and closes it after the server stops.
 Example::
 
     import uvicorn
-    from hmem.build import build_memory
-    from hmem.config import Settings
+    from hmem import Memory, Settings
     from hmem.server import create_app
 
     settings = Settings.from_env()
-    memory = build_memory(settings)
+    memory = Memory.from_settings(settings)
     uvicorn.run(create_app(memory, settings), host="127.0.0.1", port=8080)
     memory.close()
 """
@@ -27,7 +26,7 @@ from fastapi import FastAPI
 from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.memory import Memory
-from hmem.server.auth import KeyRing, user_guard
+from hmem.server.auth import AuthGate, KeyRing, user_guard
 from hmem.server.errors import BodySizeLimit, install_error_handlers
 from hmem.server.health import build_health_router
 from hmem.server.routes import build_router
@@ -72,9 +71,12 @@ def create_app(memory: Memory, settings: Settings, options: ServerOptions | None
     keyring = KeyRing.parse(settings.api_keys)
     from hmem._version import __version__
 
-    app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION)
+    # No trailing-slash redirects: Starlette builds their Location from the client's Host
+    # header (an open redirect); a path with a stray "/" is simply 404.
+    app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION, redirect_slashes=False)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=opts.max_body_bytes)
+    app.add_middleware(AuthGate, keyring=keyring)  # added last = runs first: no body is read before auth
     app.include_router(build_health_router(memory, opts.readiness_timeout_s))
     app.include_router(build_router(memory, user_guard(keyring)))
     bound = sum(1 for k in keyring.keys if k.user_id is not None)

@@ -5,6 +5,11 @@ Keys come from ``Settings.api_keys`` (``HMEM_API_KEYS``, comma-separated). An en
 ``:`` splits, so keys cannot contain ``:`` but user ids may). With no key configured
 the API is open, and :func:`check_bind` lets it listen on loopback only.
 
+:class:`AuthGate` checks the key (401) and its user binding (403) for every ``/v1``
+request before anything reads the body, so a stranger's malformed or huge body is
+never parsed; the :func:`user_guard` dependency checks again per route and declares
+the bearer scheme in the OpenAPI schema.
+
 Example::
 
     >>> ring = KeyRing.parse(["admin-secret", "alice-secret:alice"])
@@ -24,10 +29,16 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.datastructures import Headers
 
 from hmem.errors import ConfigError
+from hmem.server.errors import ASGIApp, Receive, Scope, Send, error_response
 
-__all__ = ["ApiKey", "KeyRing", "Principal", "check_bind", "is_loopback", "user_guard"]
+__all__ = ["ApiKey", "AuthGate", "KeyRing", "Principal", "check_bind", "is_loopback", "path_user", "user_guard"]
+
+#: Every route under this prefix needs a key (when keys are configured).
+API_PREFIX = "/v1"
+_USERS = API_PREFIX + "/users/"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +147,52 @@ def user_guard(keyring: KeyRing) -> Guard:
         return principal
 
     return guard
+
+
+def path_user(path: str) -> str | None:
+    """The ``{user_id}`` of a ``/v1/users/{user_id}/…`` path (percent-decoded, as the
+    router matches it), else None.
+
+    >>> path_user("/v1/users/alice/sessions"), path_user("/healthz")
+    ('alice', None)
+    """
+    if not path.startswith(_USERS):
+        return None
+    return path[len(_USERS):].split("/", 1)[0] or None
+
+
+class AuthGate:
+    """ASGI middleware: 401/403 for a ``/v1`` request before its body is read.
+
+    FastAPI parses a JSON body before it runs a route's dependencies, so without this
+    gate a stranger's malformed body would get a 422 (and a big one would be read)."""
+
+    def __init__(self, app: ASGIApp, keyring: KeyRing) -> None:
+        self.app = app
+        self.keyring = keyring
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        guarded = path == API_PREFIX or path.startswith(API_PREFIX + "/")
+        if scope["type"] != "http" or not self.keyring.enabled or not guarded:
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        scheme, _, token = (headers.get("authorization") or "").partition(" ")
+        credentials = HTTPAuthorizationCredentials(scheme=scheme, credentials=token) if scheme else None
+        try:
+            principal = authenticate(self.keyring, credentials)
+            user_id = path_user(path)
+            if user_id is not None and not principal.may_access(user_id):
+                raise HTTPException(403, "this API key is bound to another user")
+        except HTTPException as exc:
+            reply = dict(exc.headers or {})
+            if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
+                reply["Connection"] = "close"  # the unread body must not be taken for the next request
+            kind = "unauthorized" if exc.status_code == 401 else "forbidden"
+            await error_response(exc.status_code, kind, str(exc.detail), headers=reply)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def authenticate(keyring: KeyRing, credentials: HTTPAuthorizationCredentials | None) -> Principal:

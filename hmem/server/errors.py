@@ -3,7 +3,9 @@
 Every non-2xx response is ``{"error": {"type", "message", "field", "details"}}``
 (:class:`~hmem.server.schemas.ErrorBody`). hmem's errors map to statuses in
 :data:`STATUS`; anything unexpected becomes a generic 500 whose trace goes to the
-``hmem.server`` log only, never to the client.
+``hmem.server`` log only, never to the client. An :class:`~hmem.errors.InvalidInput`
+names the request's own field, also where hmem's argument is called differently
+(:data:`~hmem.server._requests.HTTP_FIELD_NAMES`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from hmem.errors import (
     NotFound,
     ProviderError,
 )
+from hmem.server._requests import HTTP_FIELD_NAMES
+from hmem.types import renamed
 
 __all__ = ["STATUS", "BodySizeLimit", "error_response", "install_error_handlers"]
 
@@ -65,6 +69,8 @@ def error_response(
 
 
 def _hmem_error(exc: HmemError) -> JSONResponse:
+    if isinstance(exc, InvalidInput):
+        exc = renamed(exc, HTTP_FIELD_NAMES)
     for cls, status, type_ in STATUS:
         if isinstance(exc, cls):
             details: dict[str, Any] = {}
@@ -84,11 +90,27 @@ def _internal() -> JSONResponse:
     return error_response(500, "internal_error", "internal server error; the details are in the server log")
 
 
+#: Names pydantic puts in ``loc`` for the member of a union it tried (``("before",
+#: "datetime")``): the client never sent them. No field of the API is called so.
+_UNION_MEMBERS = frozenset({"str", "int", "float", "bool", "datetime", "date", "none", "list", "dict"})
+
+
+def _is_union_member(part: int | str) -> bool:
+    return isinstance(part, str) and (part in _UNION_MEMBERS or "[" in part or "-" in part)
+
+
 def _loc(loc: Sequence[int | str]) -> str:
-    """``("body", "messages", 0, "role")`` → ``"messages[0].role"``; query/path/header keep their name."""
+    """``("body", "messages", 0, "role")`` → ``"messages[0].role"``; query/path/header keep
+    their name; union members pydantic tried (``("body", "before", "datetime")``) are dropped.
+
+    >>> _loc(("body", "before", "datetime")), _loc(("body", "value", "list[str]")), _loc(("query", "last_n"))
+    ('before', 'value', 'last_n')
+    """
     parts = list(loc[1:] if len(loc) > 1 and loc[0] in ("body", "query", "path", "header") else loc)
     out = ""
     for part in parts:
+        if _is_union_member(part):
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "body"
 

@@ -90,7 +90,7 @@ def _session_routes(r: APIRouter, memory: Memory) -> None:
     @r.get("/sessions", tags=["sessions"], response_model=s.SessionList)
     def list_sessions(user_id: UserId) -> s.SessionList:
         """The user's sessions, most recently updated first."""
-        return s.SessionList(sessions=[s.SessionOut.of(i) for i in memory.sessions.list_sessions(user_id)])
+        return s.SessionList(sessions=[s.SessionOut.of(i) for i in memory.session_infos(user_id)])
 
     @r.delete("/sessions/{session_id}", tags=["sessions"], response_model=s.DeletedResponse, responses=_404)
     def delete_session(user_id: UserId, session_id: SessionId) -> s.DeletedResponse:
@@ -104,7 +104,9 @@ def _item_routes(r: APIRouter, memory: Memory) -> None:
     @r.post("/items", status_code=status.HTTP_201_CREATED, tags=["items"], response_model=s.RememberResponse)
     def remember(user_id: UserId, body: s.RememberRequest) -> s.RememberResponse:
         """Store a fact in long-term memory (deduplicated: ``skipped`` / ``updated`` say so)."""
-        return s.RememberResponse.of(memory.remember(user_id, **body.to_domain()))
+        return s.RememberResponse.of(memory.remember(
+            user_id, body.text, body.kind, body.importance, body.metadata, session_id=body.session_id,
+            created_at=body.created_at))
 
     @r.get("/items", tags=["items"], response_model=s.ItemList)
     def list_items(
@@ -119,13 +121,17 @@ def _item_routes(r: APIRouter, memory: Memory) -> None:
     @r.post("/items/search", tags=["items"], response_model=s.RecallResponse)
     def recall(user_id: UserId, body: s.RecallRequest) -> s.RecallResponse:
         """Hybrid (BM25 + embeddings) recall; each hit explains its ranks and scores."""
-        hits = memory.recall(user_id, body.query, body.k, **body.filters())
+        hits = memory.recall(
+            user_id, body.query, body.k, kinds=body.kinds, session_id=body.session_id, since=body.since,
+            until=body.until, metadata=body.metadata, fusion=body.fusion, recency_half_life=body.recency_half_life_s,
+            importance_weight=body.importance_weight, mmr_lambda=body.mmr_lambda)
         return s.RecallResponse(hits=[s.HitOut.of(h) for h in hits])
 
     @r.post("/items/delete", tags=["items"], response_model=s.DeletedResponse)
     def forget(user_id: UserId, body: s.ForgetRequest) -> s.DeletedResponse:
         """Delete items by ids and/or filters (ANDed), or all of them with ``all: true``."""
-        return s.DeletedResponse(deleted=memory.forget(user_id, body.ids, **body.filters()))
+        return s.DeletedResponse(deleted=memory.forget(
+            user_id, body.ids, kinds=body.kinds, session_id=body.session_id, before=body.before, all=body.all))
 
     @r.delete("/items/{item_id}", tags=["items"], response_model=s.DeletedResponse, responses=_404)
     def forget_one(user_id: UserId, item_id: ItemId) -> s.DeletedResponse:

@@ -1,7 +1,8 @@
 """When and how a session buffer is compacted into its rolling summary.
 
-:class:`Compactor` runs one compaction in the foreground (:meth:`Compactor.compact`)
-or queues it for a background worker thread (:meth:`Compactor.submit`, never blocks).
+:class:`Compactor` runs one compaction (:meth:`Compactor.compact`) on the calling
+thread. It owns no thread or queue: background compaction is a ``compact`` call
+submitted to :class:`~hmem.memory.Memory`'s one worker (:mod:`hmem._worker`).
 
 One compaction, in this order (crash points are discussed in ``docs/summary.md``):
 
@@ -43,15 +44,12 @@ Example::
 from __future__ import annotations
 
 import logging
-import queue
 import threading
-import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hmem.errors import ConflictError, HmemError
+from hmem.errors import ConflictError
 from hmem.protocols import SessionStore, SummaryStore
 from hmem.session.summarizer import Summarizer
 from hmem.types import Message, SessionSummary, check_id
@@ -134,9 +132,8 @@ class Compactor:
     """Compacts session buffers into rolling summaries (see the module doc).
 
     ``max_attempts`` bounds the reload-and-retry loop when appends keep winning the
-    compare-and-set; giving up loses nothing. Background mode starts its worker
-    thread on the first :meth:`submit`; errors there are logged and kept in
-    :attr:`errors`, never raised into the caller.
+    compare-and-set; giving up loses nothing. Safe to call from several threads (one
+    compaction per session at a time in this process).
     """
 
     def __init__(
@@ -159,17 +156,6 @@ class Compactor:
         # Ids handed to the archive whose removal from the buffer is not yet confirmed.
         self._handed_over: dict[tuple[str, str], set[str]] = {}
         self._handed_lock = threading.Lock()
-        # background mode
-        self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
-        self._pending: set[tuple[str, str]] = set()
-        self._pending_guard = threading.Lock()
-        self._worker: threading.Thread | None = None
-        self._closed = False
-        #: The latest background failures and results (bounded, newest last).
-        self.errors: deque[tuple[str, str, BaseException]] = deque(maxlen=1000)
-        self.results: deque[CompactionResult] = deque(maxlen=1000)
-
-    # -- foreground ---------------------------------------------------------------------
 
     def compact(self, user_id: str, session_id: str) -> CompactionResult:
         """Compact one session now, if its policy evicts anything (see module doc)."""
@@ -233,62 +219,3 @@ class Compactor:
             self.archive(key[0], key[1], fresh)
         with self._handed_lock:
             self._handed_over.setdefault(key, set()).update(m.id for m in fresh)
-
-    # -- background ---------------------------------------------------------------------
-
-    def submit(self, user_id: str, session_id: str) -> None:
-        """Queue a compaction of this session for the worker thread; returns at once.
-
-        A session already waiting in the queue is not queued twice.
-        """
-        key = (check_id(user_id, "user_id"), check_id(session_id, "session_id"))
-        if self._closed:
-            raise HmemError("this Compactor is closed; build a new one to compact in the background")
-        with self._pending_guard:
-            if key in self._pending:
-                return
-            self._pending.add(key)
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._run, name="hmem-compactor", daemon=True)
-                self._worker.start()
-        self._queue.put(key)
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted compaction has run; False on timeout."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._queue.all_tasks_done:
-                if not self._queue.unfinished_tasks:
-                    return True
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._queue.all_tasks_done.wait(remaining)
-
-    def close(self, timeout: float | None = None) -> None:
-        """Run what is queued, then stop the worker thread."""
-        if self._closed:
-            return
-        self._closed = True
-        with self._pending_guard:
-            worker = self._worker
-        if worker is not None:
-            self._queue.put(None)
-            worker.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            key = self._queue.get()
-            try:
-                if key is None:
-                    return
-                with self._pending_guard:
-                    # Cleared before running so an append during this compaction queues another.
-                    self._pending.discard(key)
-                try:
-                    self.results.append(self.compact(*key))
-                except Exception as exc:  # a background failure must not kill the worker
-                    log.exception("background compaction of %s/%s failed", *key)
-                    self.errors.append((key[0], key[1], exc))
-            finally:
-                self._queue.task_done()

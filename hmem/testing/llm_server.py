@@ -14,6 +14,12 @@ Each ``POST /v1/chat/completions`` consumes the next scripted reply, in order:
 ``malformed()``        200 whose body is not valid JSON
 =====================  ==================================================
 
+``POST /v1/embeddings`` is not scripted: it answers every text with a deterministic
+vector (:func:`fake_embedding`: the same text always gets the same vector, different
+texts different ones, deliberately *not* unit length), as floats or, when the client asks
+for ``encoding_format="base64"`` (the ``openai`` client does by default), as base64
+float32. Input that is not a string or a list of strings gets a 400.
+
 When the script runs out, ``respond_with(fn)`` decides (``fn(request) -> ScriptedReply``);
 without it the server answers 500 "no scripted reply left", so a test that makes
 more calls than it scripted fails loudly. Every request is recorded.
@@ -35,7 +41,10 @@ Example::
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import struct
 import threading
 import time
 from collections import deque
@@ -45,7 +54,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-__all__ = ["RecordedRequest", "ScriptedLLMServer", "ScriptedReply"]
+from hmem.errors import ConfigError
+
+__all__ = ["RecordedRequest", "ScriptedLLMServer", "ScriptedReply", "fake_embedding"]
 
 ReplyKind = Literal["text", "error", "empty", "malformed"]
 
@@ -77,6 +88,25 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest], ScriptedReply]
 
 
+def fake_embedding(text: str, dimension: int) -> list[float]:
+    """The vector :class:`ScriptedLLMServer` returns for ``text``: derived from its
+    sha256, no component zero, length between 1 and 5 times a unit vector's.
+
+    Example::
+
+        >>> v = fake_embedding("hello", 4)
+        >>> len(v), v == fake_embedding("hello", 4), v == fake_embedding("hello!", 4)
+        (4, True, False)
+    """
+    raw = b""
+    counter = 0
+    while len(raw) < dimension:
+        raw += hashlib.sha256(f"{counter}:{text}".encode("utf-8", "surrogatepass")).digest()
+        counter += 1
+    scale = 1.0 + raw[0] % 5  # not unit length: a client that promises unit vectors must normalise
+    return [scale * (b - 127.5) / 127.5 for b in raw[:dimension]]
+
+
 class ScriptedLLMServer:
     """An OpenAI-compatible chat-completions server on ``127.0.0.1`` and a free port.
 
@@ -85,7 +115,10 @@ class ScriptedLLMServer:
     Script methods return the server, so they chain.
     """
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, embedding_dimension: int = 16) -> None:
+        if isinstance(embedding_dimension, bool) or not isinstance(embedding_dimension, int) or embedding_dimension < 1:
+            raise ConfigError(f"embedding_dimension must be an int >= 1, got {embedding_dimension!r}")
+        self.embedding_dimension = embedding_dimension
         self._host = host
         self._port = port
         self._script: deque[ScriptedReply] = deque()
@@ -194,6 +227,10 @@ class ScriptedLLMServer:
     def completion_requests(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.path.endswith("/chat/completions")]
 
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/embeddings")]
+
     # -- serving (called from handler threads) --------------------------------------------
 
     def _next_reply(self, request: RecordedRequest) -> ScriptedReply:
@@ -228,6 +265,24 @@ def _completion_body(reply: ScriptedReply, model: str, n: int) -> dict[str, Any]
             "total_tokens": reply.prompt_tokens + completion,
         },
     }
+
+
+def _embedding_body(body: Any, dimension: int) -> dict[str, Any] | None:
+    """The ``/v1/embeddings`` answer, or None when the input is not text."""
+    texts = body.get("input") if isinstance(body, dict) else None
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    as_base64 = body.get("encoding_format") == "base64"
+    data = []
+    for i, text in enumerate(texts):
+        vector = fake_embedding(text, dimension)
+        encoded: Any = base64.b64encode(struct.pack(f"<{dimension}f", *vector)).decode() if as_base64 else vector
+        data.append({"object": "embedding", "index": i, "embedding": encoded})
+    tokens = sum(max(1, len(t.split())) for t in texts)
+    return {"object": "list", "data": data, "model": str(body.get("model", "scripted")),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 def _headers(handler: BaseHTTPRequestHandler) -> dict[str, str]:
@@ -269,6 +324,15 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
             except ValueError:
                 body = None
             request = RecordedRequest("POST", self.path, _headers(self), body)
+            if self.path.rstrip("/").endswith("/embeddings"):
+                server._record(request)
+                answer = _embedding_body(body, server.embedding_dimension)
+                if answer is None:
+                    self._send_json(400, {"error": {"message": "input must be a string or a list of strings",
+                                                    "type": "invalid_request_error"}})
+                else:
+                    self._send_json(200, answer)
+                return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 server._record(request)
                 self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})

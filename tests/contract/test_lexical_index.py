@@ -1,4 +1,6 @@
-"""Contract suite of the LexicalIndex port, run against every backend.
+"""The LexicalIndex contract (:class:`hmem.testing.contracts.LexicalIndexContract`) on
+every backend: memory, SQLite (file and in-memory database) and the Redis-shared
+:class:`~hmem.backends.redis.lexical.SharedLexicalIndex`.
 
 Plus the SQLite backend's own promises: persistence, and consistency between several
 instances (objects, threads, processes) sharing one file.
@@ -10,252 +12,112 @@ import random
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+import redis
+from redis_helpers import redis_prefix  # noqa: F401  (fixture)
 
 from hmem.backends.memory.lexical import MemoryLexicalIndex
+from hmem.backends.redis.items import RedisItemStore
+from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
-from hmem.errors import ConfigError, InvalidInput
-from hmem.protocols import LexicalIndex
-
-Index = MemoryLexicalIndex | SqliteLexicalIndex
-
-
-@pytest.fixture(params=["memory", "sqlite-file", "sqlite-memory"])
-def make_index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Index]]:
-    dbs: list[SqliteDatabase] = []
-
-    def make() -> Index:
-        if request.param == "memory":
-            return MemoryLexicalIndex()
-        db = SqliteDatabase(":memory:" if request.param == "sqlite-memory" else tmp_path / "hmem.db")
-        dbs.append(db)
-        return SqliteLexicalIndex(db)
-
-    yield make
-    for db in dbs:
-        db.close()
+from hmem.errors import ConfigError
+from hmem.protocols import LexicalIndex, ScoredId
+from hmem.testing.contracts import LexicalIndexContract
+from hmem.testing.contracts.lexical import FACTS, ids, load
+from hmem.types import MemoryItem
 
 
-@pytest.fixture
-def index(make_index: Callable[[], Index]) -> Index:
-    return make_index()
+class TestMemoryLexicalIndex(LexicalIndexContract):
+    @pytest.fixture
+    def make_index(self) -> Callable[[], LexicalIndex]:
+        return MemoryLexicalIndex
 
 
-def ids(hits: list[Any]) -> list[str]:
-    return [h.id for h in hits]
+class TestSqliteFileLexicalIndex(LexicalIndexContract):
+    """Every index opened by one test shares one file, as app instances would."""
+
+    @pytest.fixture
+    def make_index(self, tmp_path: Path) -> Iterator[Callable[[], LexicalIndex]]:
+        dbs: list[SqliteDatabase] = []
+
+        def make() -> LexicalIndex:
+            dbs.append(SqliteDatabase(tmp_path / "hmem.db"))
+            return SqliteLexicalIndex(dbs[-1])
+
+        yield make
+        for db in dbs:
+            db.close()
 
 
-FACTS = {
-    "f1": "I adopted a ginger cat named Mochi last spring",
-    "f2": "My sister Anna lives in Berlin and works at a bank",
-    "f3": "I run five kilometres in the park every morning",
-    "f4": "We are flying to Lisbon in May for a friend's wedding",
-    "f5": "Cats make me sneeze but I still love my cat",
-    "f6": "I drink black coffee every morning before work",
-}
+class TestSqliteMemoryLexicalIndex(LexicalIndexContract):
+    @pytest.fixture
+    def make_index(self) -> Iterator[Callable[[], LexicalIndex]]:
+        dbs: list[SqliteDatabase] = []
+
+        def make() -> LexicalIndex:
+            dbs.append(SqliteDatabase(":memory:"))
+            return SqliteLexicalIndex(dbs[-1])
+
+        yield make
+        for db in dbs:
+            db.close()
 
 
-def load(index: Index, user: str = "alice", docs: dict[str, str] = FACTS) -> None:
-    for doc_id, text in docs.items():
-        index.add(user, doc_id, text)
+# -- SharedLexicalIndex: a view of a RedisItemStore -------------------------------------------
 
 
-def test_satisfies_the_protocol(index: Index) -> None:
-    assert isinstance(index, LexicalIndex)
+class ItemBackedLexicalIndex:
+    """Writes the way LongTermStore does: the item store first (the shared truth a
+    SharedLexicalIndex is rebuilt from), then the index. The document text travels in
+    the item's metadata, so any text (also a blank one) is indexed exactly as given.
+    Each method lets the index validate first, so bad input changes nothing."""
+
+    def __init__(self, items: RedisItemStore) -> None:
+        self.items = items
+        self.index = SharedLexicalIndex(items, text_of=lambda item: str(item.metadata["doc"]))
+
+    @staticmethod
+    def _item(user_id: str, doc_id: str, text: str) -> MemoryItem:
+        return MemoryItem(id=doc_id, user_id=user_id, text=f"document {doc_id}", metadata={"doc": text},
+                          created_at=datetime(2024, 1, 1, tzinfo=UTC))
+
+    def add(self, user_id: str, doc_id: str, text: str) -> None:
+        self.index.add(user_id, doc_id, text)
+        self.items.put([self._item(user_id, doc_id, text)])
+
+    def add_many(self, user_id: str, docs: Iterable[tuple[str, str]]) -> None:
+        batch = docs if isinstance(docs, str) else list(docs)  # a str is rejected by the index
+        self.index.add_many(user_id, batch)
+        self.items.put([self._item(user_id, doc_id, text) for doc_id, text in batch])
+
+    def remove(self, user_id: str, doc_id: str) -> None:
+        self.index.remove(user_id, doc_id)
+        self.items.delete(user_id, [doc_id])
+
+    def delete_user(self, user_id: str) -> None:
+        self.index.delete_user(user_id)
+        self.items.delete_user(user_id)
+
+    def search(self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None) -> list[ScoredId]:
+        return self.index.search(user_id, query, k, allowed_ids)
+
+    def count(self, user_id: str) -> int:
+        return self.index.count(user_id)
 
 
-def test_ranking_prefers_more_and_rarer_matching_terms(index: Index) -> None:
-    load(index)
-    hits = index.search("alice", "my cat Mochi", k=10)
-    assert ids(hits)[:2] == ["f1", "f5"]  # f1 has the rare "mochi" too
-    assert hits[0].score > hits[1].score
-    assert ids(index.search("alice", "morning coffee", k=10))[0] == "f6"
-    assert ids(index.search("alice", "flights to Lisbon", k=1)) == ["f4"]
-    assert index.count("alice") == len(FACTS)
+class TestSharedLexicalIndex(LexicalIndexContract):
+    """Each index opened by one test is another app instance: its own client, item
+    store object and cache, on one Redis key prefix (the real server on 127.0.0.1:6379)."""
 
-
-def test_results_are_sorted_limited_to_k_and_only_matching_docs(index: Index) -> None:
-    load(index)
-    hits = index.search("alice", "morning cat", k=3)
-    assert len(hits) == 3
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    everything = index.search("alice", "morning cat", k=100)
-    assert set(ids(everything)) == {"f1", "f3", "f5", "f6"}  # f2 and f4 share no term
-
-
-def test_remove_forgets_the_document(index: Index) -> None:
-    load(index)
-    index.remove("alice", "f1")
-    assert "f1" not in ids(index.search("alice", "ginger cat Mochi", k=10))
-    assert index.search("alice", "mochi", k=10) == []
-    assert index.count("alice") == len(FACTS) - 1
-    index.remove("alice", "f1")  # removing again is a no-op
-    index.remove("alice", "never-added")
-    index.remove("nobody", "f1")
-    assert index.count("alice") == len(FACTS) - 1
-
-
-def test_re_adding_an_id_replaces_the_text(index: Index) -> None:
-    load(index)
-    index.add("alice", "f1", "I sold my old bicycle")
-    assert index.search("alice", "mochi", k=10) == []
-    assert ids(index.search("alice", "bicycle", k=10)) == ["f1"]
-    assert index.count("alice") == len(FACTS)
-
-
-def test_delete_user_removes_everything_of_that_user_only(index: Index) -> None:
-    load(index, "alice")
-    load(index, "bob")
-    index.delete_user("alice")
-    assert index.count("alice") == 0
-    assert index.search("alice", "cat", k=10) == []
-    assert index.count("bob") == len(FACTS)
-    assert ids(index.search("bob", "Mochi", k=10)) == ["f1"]
-    index.delete_user("alice")  # again: no-op
-    index.add("alice", "n1", "a new cat")
-    assert ids(index.search("alice", "cat", k=10)) == ["n1"]
-
-
-def test_users_are_isolated_in_results_and_in_statistics(make_index: Callable[[], Index]) -> None:
-    shared = make_index()
-    load(shared, "alice")
-    shared.add("bob", "b1", "my cat sleeps all day")
-    shared.add("bob", "b2", "the park was empty")
-    assert set(ids(shared.search("bob", "cat morning park coffee Mochi", k=100))) <= {"b1", "b2"}
-    # Bob's scores do not depend on Alice's corpus: same as in an index with only Bob.
-    alone = MemoryLexicalIndex()
-    alone.add("bob", "b1", "my cat sleeps all day")
-    alone.add("bob", "b2", "the park was empty")
-    assert shared.search("bob", "cat park", k=5) == alone.search("bob", "cat park", k=5)
-
-
-_user = st.sampled_from(["alice", "bob", "carol"])
-_word = st.sampled_from(["cat", "dog", "park", "coffee", "tea", "berlin", "run", "book", "猫", "咖啡", "工作", "42"])
-
-
-@settings(max_examples=25, deadline=None)
-@given(
-    docs=st.lists(st.tuples(_user, st.integers(0, 9), st.lists(_word, max_size=6)), max_size=30),
-    query=st.lists(_word, min_size=1, max_size=4),
-    searcher=_user,
-    allowed=st.none() | st.sets(st.integers(0, 9)),
-)
-def test_no_call_returns_another_users_documents(
-    docs: list[tuple[str, int, list[str]]], query: list[str], searcher: str, allowed: set[int] | None
-) -> None:
-    db = SqliteDatabase(":memory:")
-    for index in (MemoryLexicalIndex(), SqliteLexicalIndex(db)):
-        owned: dict[str, set[str]] = {}
-        for user, n, words in docs:
-            doc_id = f"{user}-{n}"
-            index.add(user, doc_id, " ".join(words))
-            owned.setdefault(user, set()).add(doc_id)
-        # allowed_ids naming other users' docs must not leak them either.
-        allowed_ids = None if allowed is None else {f"{u}-{n}" for u in ("alice", "bob", "carol") for n in allowed}
-        hits = index.search(searcher, " ".join(query), k=50, allowed_ids=allowed_ids)
-        assert set(ids(hits)) <= owned.get(searcher, set())
-    db.close()
-
-
-def test_allowed_ids_filters_results(index: Index) -> None:
-    load(index)
-    assert set(ids(index.search("alice", "morning cat", k=10, allowed_ids={"f3", "f5", "f2"}))) == {"f3", "f5"}
-    assert index.search("alice", "morning cat", k=10, allowed_ids=set()) == []
-    assert index.search("alice", "morning cat", k=10, allowed_ids={"unknown"}) == []
-    # Filtering changes which docs are returned, not their scores.
-    full = {h.id: h.score for h in index.search("alice", "morning cat", k=10)}
-    for hit in index.search("alice", "morning cat", k=10, allowed_ids={"f3", "f6"}):
-        assert hit.score == pytest.approx(full[hit.id])
-
-
-@pytest.mark.parametrize("query", ["", "   ", "the and of", "What is it that you were doing?", "!!! 😀 …", "的了是"])
-def test_queries_without_terms_return_nothing(index: Index, query: str) -> None:
-    load(index)
-    assert index.search("alice", query, k=10) == []
-
-
-def test_unknown_user_and_unknown_terms_return_nothing(index: Index) -> None:
-    load(index)
-    assert index.search("nobody", "cat", k=10) == []
-    assert index.search("alice", "xylophone", k=10) == []
-    assert index.count("nobody") == 0
-
-
-def test_chinese_queries_find_chinese_documents(index: Index) -> None:
-    docs = {
-        "z1": "我每天早上喝一杯美式咖啡",
-        "z2": "我的妹妹在北京大学读计算机",
-        "z3": "周末我们去杭州西湖旅游",
-        "z4": "I love coffee from Yunnan 云南的咖啡豆很香",
-        "e1": "I went to Beijing last year",
-    }
-    load(index, "wang", docs)
-    assert ids(index.search("wang", "咖啡", k=10))[:2] in (["z1", "z4"], ["z4", "z1"])
-    assert ids(index.search("wang", "妹妹读什么专业", k=1)) == ["z2"]
-    assert ids(index.search("wang", "西湖", k=10)) == ["z3"]
-    assert set(ids(index.search("wang", "coffee 咖啡", k=10))) == {"z1", "z4"}
-
-
-BAD_CALLS: list[tuple[str, Callable[[Index], object]]] = [
-    ("add user_id empty", lambda i: i.add("", "d", "text")),
-    ("add user_id spaces", lambda i: i.add(" alice", "d", "text")),
-    ("add user_id None", lambda i: i.add(None, "d", "text")),  # type: ignore[arg-type]
-    ("add user_id int", lambda i: i.add(5, "d", "text")),  # type: ignore[arg-type]
-    ("add doc_id empty", lambda i: i.add("alice", "", "text")),
-    ("add doc_id control char", lambda i: i.add("alice", "d\n1", "text")),
-    ("add doc_id too long", lambda i: i.add("alice", "d" * 300, "text")),
-    ("add text None", lambda i: i.add("alice", "f1", None)),  # type: ignore[arg-type]
-    ("add text int", lambda i: i.add("alice", "f1", 42)),  # type: ignore[arg-type]
-    ("add text bytes", lambda i: i.add("alice", "f1", b"cat")),  # type: ignore[arg-type]
-    ("add text lone surrogate", lambda i: i.add("alice", "f1", "cat \udcff")),
-    ("add text oversized", lambda i: i.add("alice", "f1", "cat " * 300_000)),
-    ("add_many duplicate ids", lambda i: i.add_many("alice", [("n1", "dog"), ("n1", "cat")])),
-    ("add_many bad pair", lambda i: i.add_many("alice", [("n1", "dog"), ("n2",)])),  # type: ignore[list-item]
-    ("add_many bad text", lambda i: i.add_many("alice", [("n1", "dog"), ("n2", None)])),  # type: ignore[list-item]
-    ("add_many not a list", lambda i: i.add_many("alice", "n1")),  # type: ignore[arg-type]
-    ("remove doc_id empty", lambda i: i.remove("alice", "")),
-    ("remove user_id None", lambda i: i.remove(None, "f1")),  # type: ignore[arg-type]
-    ("delete_user empty", lambda i: i.delete_user("")),
-    ("count user_id int", lambda i: i.count(3)),  # type: ignore[arg-type]
-    ("search k=0", lambda i: i.search("alice", "cat", k=0)),
-    ("search k<0", lambda i: i.search("alice", "cat", k=-3)),
-    ("search k float", lambda i: i.search("alice", "cat", k=2.5)),  # type: ignore[arg-type]
-    ("search k bool", lambda i: i.search("alice", "cat", k=True)),
-    ("search k str", lambda i: i.search("alice", "cat", k="3")),  # type: ignore[arg-type]
-    ("search query None", lambda i: i.search("alice", None, k=3)),  # type: ignore[arg-type]
-    ("search query bytes", lambda i: i.search("alice", b"cat", k=3)),  # type: ignore[arg-type]
-    ("search user empty", lambda i: i.search("", "cat", k=3)),
-    ("search allowed_ids str", lambda i: i.search("alice", "cat", k=3, allowed_ids="f1")),  # type: ignore[arg-type]
-    ("search allowed_ids ints", lambda i: i.search("alice", "cat", k=3, allowed_ids={1, 2})),  # type: ignore[arg-type]
-    ("search allowed_ids dict", lambda i: i.search("alice", "cat", k=3, allowed_ids={"f1": 1})),  # type: ignore[arg-type]
-]
-
-
-@pytest.mark.parametrize("name,call", BAD_CALLS, ids=[n for n, _ in BAD_CALLS])
-def test_bad_input_raises_invalid_input_and_changes_nothing(
-    index: Index, name: str, call: Callable[[Index], object]
-) -> None:
-    load(index)
-    before = [index.search("alice", q, k=10) for q in ("cat", "dog morning", "bicycle")]
-    with pytest.raises(InvalidInput) as info:
-        call(index)
-    assert info.value.field, name  # the error names the offending field
-    assert [index.search("alice", q, k=10) for q in ("cat", "dog morning", "bicycle")] == before
-    assert index.count("alice") == len(FACTS)
-
-
-def test_add_many_adds_a_batch(index: Index) -> None:
-    index.add_many("alice", list(FACTS.items()))
-    index.add_many("alice", [])
-    assert index.count("alice") == len(FACTS)
-    assert ids(index.search("alice", "Mochi", k=3)) == ["f1"]
+    @pytest.fixture
+    def make_index(self, redis_prefix: tuple[redis.Redis, str]) -> Callable[[], LexicalIndex]:  # noqa: F811
+        client, prefix = redis_prefix
+        return lambda: ItemBackedLexicalIndex(RedisItemStore(client, prefix=prefix))
 
 
 def test_bad_parameters_are_config_errors(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""The SessionStore contract, run against every backend (memory, SQLite file, Redis).
+"""The SessionStore contract (:class:`hmem.testing.contracts.SessionStoreContract`) on
+every backend: memory, SQLite file, Redis.
 
 Memory and SQLite get a fake clock (TTL tests move it); Redis keeps time on the
 server, so its TTL test uses a short real TTL and sleeps.
@@ -7,20 +8,18 @@ server, so its TTL test uses a short real TTL and sleeps.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import redis
 from redis_helpers import redis_prefix  # noqa: F401  (fixture)
 
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
-from hmem.errors import ConflictError, DuplicateId, InvalidInput
-from hmem.protocols import SessionStore
-from hmem.types import Message, SessionInfo, ToolCall
+from hmem.testing.contracts import SessionBackend, SessionStoreContract
 
 
 class FakeClock:
@@ -30,331 +29,30 @@ class FakeClock:
     def __call__(self) -> float:
         return self.now
 
-
-@dataclass
-class Backend:
-    name: str
-    make: Callable[[float | None], SessionStore]  # ttl_seconds -> store
-    advance: Callable[[float], None]  # let this much time pass for the store
-    ttl: float  # a TTL short enough to wait for with `advance`
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def backend(request: pytest.FixtureRequest, tmp_path) -> Iterator[Backend]:
-    made: list[SessionStore] = []
-    if request.param in ("memory", "sqlite"):
+class TestMemorySessionStore(SessionStoreContract):
+    @pytest.fixture
+    def session_backend(self) -> SessionBackend:
         clock = FakeClock()
+        return SessionBackend(lambda ttl: MemorySessionStore(ttl_seconds=ttl, clock=clock), clock.advance, ttl=60.0)
 
-        def advance(seconds: float) -> None:
-            clock.now += seconds
 
-        if request.param == "memory":
-            def make(ttl: float | None) -> SessionStore:
-                return MemorySessionStore(ttl_seconds=ttl, clock=clock)
-            db = None
-        else:
-            db = SqliteDatabase(tmp_path / "sessions.db")
+class TestSqliteSessionStore(SessionStoreContract):
+    @pytest.fixture
+    def session_backend(self, tmp_path: Path) -> Iterator[SessionBackend]:
+        clock = FakeClock()
+        db = SqliteDatabase(tmp_path / "sessions.db")
+        yield SessionBackend(lambda ttl: SqliteSessionStore(db, ttl_seconds=ttl, clock=clock), clock.advance, ttl=60.0)
+        db.close()
 
-            def make(ttl: float | None) -> SessionStore:
-                return SqliteSessionStore(db, ttl_seconds=ttl, clock=clock)
 
-        yield Backend(request.param, lambda ttl: _track(made, make(ttl)), advance, ttl=60.0)
-        if db is not None:
-            db.close()
-    else:
-        client, prefix = request.getfixturevalue("redis_prefix")
+class TestRedisSessionStore(SessionStoreContract):
+    """The real Redis on 127.0.0.1:6379, a fresh key prefix per test."""
 
-        def make_redis(ttl: float | None) -> SessionStore:
-            return RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl)
-
-        yield Backend("redis", lambda ttl: _track(made, make_redis(ttl)), time.sleep, ttl=1.0)
-    for store in made:
-        store.close()
-
-
-def _track(made: list[SessionStore], store: SessionStore) -> SessionStore:
-    made.append(store)
-    return store
-
-
-@pytest.fixture
-def store(backend: Backend) -> SessionStore:
-    return backend.make(None)
-
-
-def msg(i: int | str, role: str = "user", **kw: object) -> Message:
-    return Message(role=role, content=f"message {i}", id=f"m{i}", **kw)  # type: ignore[arg-type]
-
-
-def ids(messages: tuple[Message, ...] | list[Message]) -> list[str]:
-    return [m.id for m in messages]
-
-
-# -- append / load / versions -------------------------------------------------------
-
-
-def test_store_satisfies_the_protocol(store: SessionStore) -> None:
-    assert isinstance(store, SessionStore)
-
-
-def test_missing_session_is_empty_at_version_0(store: SessionStore) -> None:
-    state = store.load("u1", "nope")
-    assert state.messages == () and state.version == 0
-    assert store.list_sessions("u1") == []
-
-
-def test_each_append_bumps_version_by_one_and_keeps_order(store: SessionStore) -> None:
-    assert store.append("u1", "s1", [msg(1), msg(2)]) == 1
-    assert store.append("u1", "s1", [msg(3)]) == 2
-    assert store.append("u1", "s1", (msg(4), msg(5), msg(6))) == 3
-    state = store.load("u1", "s1")
-    assert ids(state.messages) == ["m1", "m2", "m3", "m4", "m5", "m6"]
-    assert state.version == 3
-
-
-def test_empty_append_is_a_noop_returning_the_current_version(store: SessionStore) -> None:
-    assert store.append("u1", "s1", []) == 0
-    assert store.list_sessions("u1") == []  # not created
-    store.append("u1", "s1", [msg(1)])
-    assert store.append("u1", "s1", []) == 1
-    assert store.load("u1", "s1").version == 1
-
-
-@pytest.mark.parametrize(("last_n", "expected"), [(0, []), (1, ["m5"]), (2, ["m4", "m5"]), (5, ["m1", "m2", "m3", "m4", "m5"]),
-                                                   (99, ["m1", "m2", "m3", "m4", "m5"]), (None, ["m1", "m2", "m3", "m4", "m5"])])
-def test_last_n_returns_the_newest_n_oldest_first(store: SessionStore, last_n: int | None, expected: list[str]) -> None:
-    store.append("u1", "s1", [msg(1), msg(2), msg(3)])
-    store.append("u1", "s1", [msg(4), msg(5)])
-    state = store.load("u1", "s1", last_n=last_n)
-    assert ids(state.messages) == expected
-    assert state.version == 2
-
-
-# -- replace (compare-and-set) ----------------------------------------------------------
-
-
-def test_replace_with_current_version_swaps_the_list(store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1), msg(2), msg(3)])
-    version = store.load("u1", "s1").version
-    assert store.replace("u1", "s1", [msg("summary", role="system"), msg(3)], version) == version + 1
-    state = store.load("u1", "s1")
-    assert ids(state.messages) == ["msummary", "m3"] and state.version == version + 1
-
-
-def test_replace_with_stale_version_conflicts_and_changes_nothing(store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1)])
-    stale = store.load("u1", "s1").version
-    store.append("u1", "s1", [msg(2)])  # someone else wrote first
-    before = store.load("u1", "s1")
-    with pytest.raises(ConflictError) as info:
-        store.replace("u1", "s1", [msg(9)], stale)
-    assert info.value.expected == stale and info.value.actual == before.version
-    assert store.load("u1", "s1") == before
-
-
-def test_replace_creates_a_missing_session_only_at_version_0(store: SessionStore) -> None:
-    with pytest.raises(ConflictError):
-        store.replace("u1", "s1", [msg(1)], 1)
-    assert store.load("u1", "s1").version == 0
-    assert store.replace("u1", "s1", [msg(1)], 0) == 1
-    assert ids(store.load("u1", "s1").messages) == ["m1"]
-
-
-def test_replace_resets_which_ids_are_taken(store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1), msg(2)])
-    store.replace("u1", "s1", [msg(2)], 1)
-    with pytest.raises(DuplicateId):
-        store.append("u1", "s1", [msg(2)])
-    assert store.append("u1", "s1", [msg(1)]) == 3  # m1 was dropped by the replace, so it is free again
-    assert ids(store.load("u1", "s1").messages) == ["m2", "m1"]
-
-
-def test_replace_with_empty_list_keeps_the_session_at_a_new_version(store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1)])
-    assert store.replace("u1", "s1", [], 1) == 2
-    assert store.load("u1", "s1") == store.load("u1", "s1", last_n=3)
-    state = store.load("u1", "s1")
-    assert state.messages == () and state.version == 2
-    assert [(i.session_id, i.message_count, i.version) for i in store.list_sessions("u1")] == [("s1", 0, 2)]
-
-
-# -- delete / list ------------------------------------------------------------------------
-
-
-def test_delete_removes_only_that_session(store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1)])
-    store.append("u1", "s2", [msg(2)])
-    assert store.delete("u1", "s1") is True
-    assert store.delete("u1", "s1") is False
-    assert store.load("u1", "s1").version == 0
-    assert ids(store.load("u1", "s2").messages) == ["m2"]
-    assert [i.session_id for i in store.list_sessions("u1")] == ["s2"]
-    assert store.append("u1", "s1", [msg(1)]) == 1  # a deleted session starts over
-
-
-def test_list_sessions_most_recently_updated_first(store: SessionStore, backend: Backend) -> None:
-    for session in ("s1", "s2", "s3"):
-        store.append("u1", session, [msg(session)])
-        backend.advance(0.01)
-    store.append("u1", "s1", [msg("again")])
-    infos = store.list_sessions("u1")
-    assert [(i.session_id, i.message_count, i.version) for i in infos] == [("s1", 2, 2), ("s3", 1, 1), ("s2", 1, 1)]
-    assert all(isinstance(i, SessionInfo) and i.updated_at.tzinfo is not None for i in infos)
-    assert infos[0].updated_at > infos[1].updated_at > infos[2].updated_at
-    assert abs(infos[0].updated_at - datetime.now(UTC)) < timedelta(days=3650)
-
-
-# -- TTL on inactivity ------------------------------------------------------------------
-
-
-def test_ttl_expires_inactive_sessions_and_writes_refresh_it(backend: Backend) -> None:
-    store = backend.make(backend.ttl)
-    ttl = backend.ttl
-    store.append("u1", "s1", [msg(1)])
-    store.append("u1", "keep", [msg(1)])
-    backend.advance(ttl * 0.6)
-    store.append("u1", "s1", [msg(2)])  # refreshes s1, not "keep"
-    backend.advance(ttl * 0.6)
-    assert ids(store.load("u1", "s1").messages) == ["m1", "m2"]
-    assert store.load("u1", "keep").version == 0  # 1.2 ttl without a write
-    assert [i.session_id for i in store.list_sessions("u1")] == ["s1"]
-    backend.advance(ttl * 0.6)
-    assert store.load("u1", "s1") .version == 0
-    assert store.list_sessions("u1") == []
-    assert store.delete("u1", "s1") is False
-    # an expired session starts over: version 1, its old ids are free, nothing old resurfaces
-    assert store.append("u1", "s1", [msg(2)]) == 1
-    assert ids(store.load("u1", "s1").messages) == ["m2"]
-
-
-def test_no_ttl_by_default(backend: Backend, store: SessionStore) -> None:
-    store.append("u1", "s1", [msg(1)])
-    backend.advance(backend.ttl * 2 if backend.name != "redis" else 1.2)
-    assert store.load("u1", "s1").version == 1
-
-
-# -- isolation ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("user_a", "user_b"), [("alice", "bob"), ("a}b", "a%7Db"), ("x:s:y", "x"), ("{u}", "u"),
-                                                 ("Alice", "alice")])
-def test_users_never_see_each_others_sessions(store: SessionStore, user_a: str, user_b: str) -> None:
-    store.append(user_a, "chat", [msg(1), msg(2)])
-    assert store.load(user_b, "chat") .version == 0
-    assert store.list_sessions(user_b) == []
-    assert store.append(user_b, "chat", [msg(1)]) == 1  # same message id is fine in another user's session
-    with pytest.raises(ConflictError):
-        store.replace(user_b, "chat", [], 2)  # B's version, not A's
-    assert store.delete(user_b, "chat") is True
-    state = store.load(user_a, "chat")
-    assert ids(state.messages) == ["m1", "m2"] and state.version == 1
-    assert [i.session_id for i in store.list_sessions(user_a)] == ["chat"]
-
-
-@pytest.mark.parametrize(("session_a", "session_b"), [("a", "a:msgs"), ("a:meta", "a"), ("s%3A", "s:"), ("会话", "会话 2")])
-def test_similar_session_ids_are_distinct(store: SessionStore, session_a: str, session_b: str) -> None:
-    store.append("u1", session_a, [msg(1)])
-    store.append("u1", session_b, [msg(2), msg(3)])
-    assert ids(store.load("u1", session_a).messages) == ["m1"]
-    assert ids(store.load("u1", session_b).messages) == ["m2", "m3"]
-    assert sorted(i.session_id for i in store.list_sessions("u1")) == sorted([session_a, session_b])
-
-
-# -- lossless round trip ------------------------------------------------------------------
-
-
-def rich_messages() -> list[Message]:
-    tz = timezone(timedelta(hours=8))
-    return [
-        Message(role="system", content="You are helpful.", id="sys", created_at=datetime(2024, 1, 2, 3, 4, 5, 123456, UTC)),
-        Message(role="user", content="我住在柏林 🏠, and I like \"quotes\" \\ back\nslash\ttab\x00nul", id="用户-1",
-                name="alice_1", created_at=datetime(2024, 5, 6, 7, 8, 9, 999999, tz),
-                metadata={"lang": "zh", "n": 3, "score": 0.25, "ok": True, "none": None, "emoji": "😀"}),
-        Message(role="assistant", content=None, id="a1",
-                tool_calls=(ToolCall(id="call_1", name="weather", arguments='{"city": "柏林"}'),
-                            ToolCall(id="call_2", name="time", arguments="{}"))),
-        Message(role="tool", content='{"temp": 21}', tool_call_id="call_1", id="t1"),
-        Message(role="tool", content="", tool_call_id="call_2", id="t2"),
-        Message(role="assistant", content="It is 21 °C in Berlin. 👍🏽" + "x" * 20_000, id="a2"),
-        Message(role="developer", content="  leading and trailing spaces  ", id="d1"),
-    ]
-
-
-def test_messages_round_trip_losslessly(store: SessionStore) -> None:
-    original = rich_messages()
-    store.append("u1", "s1", original[:3])
-    store.append("u1", "s1", original[3:])
-    loaded = store.load("u1", "s1").messages
-    assert loaded == tuple(original)
-    assert [m.to_openai(include_meta=True) for m in loaded] == [m.to_openai(include_meta=True) for m in original]
-    assert [m.created_at for m in loaded] == [m.created_at for m in original]
-    store.replace("u1", "s1", list(reversed(original)), 2)
-    assert store.load("u1", "s1").messages == tuple(reversed(original))
-
-
-def test_callers_cannot_change_stored_data_through_shared_objects(store: SessionStore) -> None:
-    meta: dict[str, object] = {"k": "v"}
-    batch = [Message(role="user", content="hi", id="m1", metadata=meta)]  # type: ignore[arg-type]
-    store.append("u1", "s1", batch)
-    meta["k"] = "changed"
-    batch.append(msg(2))
-    loaded = store.load("u1", "s1").messages
-    assert ids(loaded) == ["m1"] and dict(loaded[0].metadata) == {"k": "v"}
-    loaded[0].metadata["k"] = "mutated"  # type: ignore[index]
-    assert dict(store.load("u1", "s1").messages[0].metadata) == {"k": "v"}
-
-
-# -- bad input: InvalidInput, nothing changed ---------------------------------------------
-
-BAD_IDS: list[object] = ["", "   ", " padded", "padded ", "tab\tid", "nul\x00", "\ud800lone", 5, None, b"bytes", "x" * 257]
-BAD_LAST_N: list[object] = [-1, 1.5, "2", True, [1]]
-BAD_VERSIONS: list[object] = [-1, "1", None, True, 1.0]
-NEW = Message(role="user", content="new", id="new")
-
-
-def _bad_calls() -> list[tuple[str, Callable[[SessionStore], object], type[InvalidInput]]]:
-    calls: list[tuple[str, Callable[[SessionStore], object], type[InvalidInput]]] = []
-    for bad in BAD_IDS:
-        calls += [
-            (f"append user_id={bad!r}", lambda s, b=bad: s.append(b, "s1", [NEW]), InvalidInput),
-            (f"append session_id={bad!r}", lambda s, b=bad: s.append("u1", b, [NEW]), InvalidInput),
-            (f"load user_id={bad!r}", lambda s, b=bad: s.load(b, "s1"), InvalidInput),
-            (f"replace session_id={bad!r}", lambda s, b=bad: s.replace("u1", b, [NEW], 1), InvalidInput),
-            (f"delete session_id={bad!r}", lambda s, b=bad: s.delete("u1", b), InvalidInput),
-            (f"list_sessions user_id={bad!r}", lambda s, b=bad: s.list_sessions(b), InvalidInput),
-        ]
-    for bad in BAD_LAST_N:
-        calls.append((f"load last_n={bad!r}", lambda s, b=bad: s.load("u1", "s1", last_n=b), InvalidInput))
-    for bad in BAD_VERSIONS:
-        calls.append((f"replace expected_version={bad!r}", lambda s, b=bad: s.replace("u1", "s1", [NEW], b), InvalidInput))
-    bad_batches: list[tuple[str, object, type[InvalidInput]]] = [
-        ("a string", "hello", InvalidInput),
-        ("a dict", {"role": "user", "content": "hi"}, InvalidInput),
-        ("a list of dicts", [{"role": "user", "content": "hi"}], InvalidInput),
-        ("None item", [NEW, None], InvalidInput),
-        ("str item", [NEW, "hi"], InvalidInput),
-        ("an int", 7, InvalidInput),
-        ("same id twice in the batch", [NEW, Message(role="user", content="again", id="new")], DuplicateId),
-    ]
-    for label, batch, exc in bad_batches:
-        calls.append((f"append {label}", lambda s, b=batch: s.append("u1", "s1", b), exc))
-        calls.append((f"replace {label}", lambda s, b=batch: s.replace("u1", "s1", b, 1), exc))
-    calls.append(("append an id already stored", lambda s: s.append("u1", "s1", [msg(1)]), DuplicateId))
-    calls.append(("append new + stored id", lambda s: s.append("u1", "s1", [NEW, msg(2)]), DuplicateId))
-    return calls
-
-
-BAD_CALLS = _bad_calls()
-
-
-@pytest.mark.parametrize(("label", "call", "exc"), BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
-def test_bad_input_raises_invalid_input_and_changes_nothing(
-    store: SessionStore, label: str, call: Callable[[SessionStore], object], exc: type[InvalidInput]
-) -> None:
-    store.append("u1", "s1", [msg(1), msg(2)])
-    before = (store.load("u1", "s1"), store.list_sessions("u1"))
-    with pytest.raises(exc) as info:
-        call(store)
-    assert info.value.field, f"{label}: the error must name the field"
-    assert (store.load("u1", "s1"), store.list_sessions("u1")) == before
-    assert store.load("u1", "s1").version == 1
+    @pytest.fixture
+    def session_backend(self, redis_prefix: tuple[redis.Redis, str]) -> SessionBackend:  # noqa: F811
+        client, prefix = redis_prefix
+        return SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl), time.sleep, ttl=1.0)

@@ -1,203 +1,55 @@
-"""Contract of hmem.protocols.VectorIndex, run against every backend: numpy reference,
-Chroma embedded (collection-per-user and where-filter scoping) and a real
-`chroma run` server."""
+"""The VectorIndex contract (:class:`hmem.testing.contracts.VectorIndexContract`) on
+every backend: numpy reference, Chroma embedded (collection-per-user and where-filter
+scoping) and a real `chroma run` server."""
 
 from __future__ import annotations
 
-import math
+import re
 import secrets
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
 from chroma_helpers import ChromaServer, chroma_server  # noqa: F401  (fixture)
 
 from hmem.backends.chroma import ChromaVectorIndex, chroma_http_client, chroma_persistent_client, collection_name
 from hmem.backends.memory.vectors import MemoryVectorIndex
-from hmem.errors import InvalidInput
 from hmem.protocols import VectorIndex
+from hmem.testing.contracts import VectorIndexContract
 
-BACKENDS = ["memory", "chroma-embedded", "chroma-embedded-where", "chroma-server"]
+
+class TestMemoryVectorIndex(VectorIndexContract):
+    @pytest.fixture
+    def index(self) -> VectorIndex:
+        return MemoryVectorIndex()
 
 
-@pytest.fixture(params=BACKENDS)
-def index(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[VectorIndex]:
-    name = request.param
-    if name == "memory":
-        yield MemoryVectorIndex()
-    elif name.startswith("chroma-embedded"):
-        scoping = "where" if name.endswith("where") else "collection"
-        yield ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma"), scoping=scoping)
-    else:
-        server: ChromaServer = request.getfixturevalue("chroma_server")
+class TestChromaEmbeddedVectorIndex(VectorIndexContract):
+    """One collection per user."""
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> VectorIndex:
+        return ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma"), scoping="collection")
+
+
+class TestChromaEmbeddedWhereVectorIndex(VectorIndexContract):
+    """One collection for all users, scoped by a where filter."""
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> VectorIndex:
+        return ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma"), scoping="where")
+
+
+class TestChromaServerVectorIndex(VectorIndexContract):
+    @pytest.fixture
+    def index(self, chroma_server: ChromaServer) -> VectorIndex:  # noqa: F811
         # A fresh prefix per test keeps tests apart on the one shared server.
         prefix = f"t{secrets.token_hex(4)}"
-        yield ChromaVectorIndex(chroma_http_client(server.host, server.port), collection_prefix=prefix)
-
-
-def unit(rng: np.random.Generator, n: int, dim: int = 8) -> list[list[float]]:
-    m = rng.normal(size=(n, dim))
-    return (m / np.linalg.norm(m, axis=1, keepdims=True)).tolist()
-
-
-def test_satisfies_protocol(index: VectorIndex) -> None:
-    assert isinstance(index, VectorIndex)
-
-
-def test_nearest_first_with_cosine_scores(index: VectorIndex) -> None:
-    index.upsert("u1", ["x", "y", "z"], [[1, 0, 0], [0.6, 0.8, 0], [0, 0, 1]])
-    hits = index.query("u1", [2, 0, 0], k=3)  # unnormalised query: cosine ignores length
-    assert [h.id for h in hits] == ["x", "y", "z"]
-    assert [round(h.score, 4) for h in hits] == [1.0, 0.6, 0.0]
-
-
-def test_matches_exact_search_on_random_data(index: VectorIndex) -> None:
-    rng = np.random.default_rng(7)
-    vecs = unit(rng, 60)
-    ids = [f"d{i}" for i in range(60)]
-    index.upsert("u1", ids, vecs)
-    for q in unit(rng, 5):
-        exact = np.argsort(-(np.asarray(vecs) @ np.asarray(q)))[:5]
-        got = index.query("u1", q, k=5)
-        assert [h.id for h in got] == [ids[i] for i in exact]
-        assert all(got[i].score >= got[i + 1].score - 1e-6 for i in range(4))
-
-
-def test_upsert_replaces_vector_and_metadata(index: VectorIndex) -> None:
-    index.upsert("u1", ["a"], [[1, 0]], [{"kind": "fact"}])
-    index.upsert("u1", ["a"], [[0, 1]], [{"kind": "turn"}])
-    assert index.count("u1") == 1
-    assert index.query("u1", [0, 1], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
-    assert index.query("u1", [0, 1], k=5, where={"kind": "fact"}) == []
-    assert [h.id for h in index.query("u1", [0, 1], k=5, where={"kind": "turn"})] == ["a"]
-
-
-def test_where_operators(index: VectorIndex) -> None:
-    metas: list[dict[str, Any]] = [
-        {"kind": "fact", "t": 1.0, "s": "s1", "flag": True},
-        {"kind": "turn", "t": 2.0, "s": "s1"},
-        {"kind": "event", "t": 3.0, "s": "s2", "flag": False},
-        {"kind": "fact", "t": 4.0},
-    ]
-    index.upsert("u1", ["a", "b", "c", "d"], [[1, 0.1 * i] for i in range(4)], metas)
-
-    def ids(where: dict[str, Any]) -> set[str]:
-        return {h.id for h in index.query("u1", [1, 0], k=10, where=where)}
-
-    assert ids({"kind": "fact"}) == {"a", "d"}
-    assert ids({"kind": {"$in": ["turn", "event"]}}) == {"b", "c"}
-    assert ids({"kind": {"$nin": ["fact"]}}) == {"b", "c"}
-    assert ids({"kind": {"$ne": "fact"}}) == {"b", "c"}
-    assert ids({"t": {"$gte": 2.0}}) == {"b", "c", "d"}
-    assert ids({"t": {"$lt": 2.0}}) == {"a"}
-    assert ids({"s": "s1", "kind": "turn"}) == {"b"}
-    assert ids({"kind": "fact", "t": {"$gt": 1.5}}) == {"d"}
-    assert ids({"flag": True}) == {"a"}
-    assert ids({"kind": "nothing"}) == set()
-
-
-def test_users_are_isolated_even_with_equal_ids(index: VectorIndex) -> None:
-    index.upsert("alice", ["same", "a2"], [[1, 0], [0.9, 0.1]])
-    index.upsert("bob", ["same"], [[0, 1]])
-    assert [h.id for h in index.query("bob", [1, 0], k=10)] == ["same"]
-    assert index.query("bob", [1, 0], k=10)[0].score == pytest.approx(0.0, abs=1e-5)
-    assert index.query("alice", [1, 0], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
-    assert (index.count("alice"), index.count("bob"), index.count("carol")) == (2, 1, 0)
-    assert index.query("carol", [1, 0], k=3) == []
-    index.delete_user("bob")
-    assert index.count("bob") == 0 and index.count("alice") == 2
-
-
-def test_delete_and_delete_user(index: VectorIndex) -> None:
-    index.upsert("u1", ["a", "b", "c"], [[1, 0], [0, 1], [1, 1]])
-    index.delete("u1", ["b", "missing"])
-    assert index.count("u1") == 2
-    assert "b" not in {h.id for h in index.query("u1", [0, 1], k=10)}
-    index.delete("nobody", ["a"])  # unknown user: no-op
-    index.delete_user("u1")
-    index.delete_user("u1")  # idempotent
-    assert index.count("u1") == 0 and index.query("u1", [1, 0], k=5) == []
-    index.upsert("u1", ["z"], [[0, 1]])  # a deleted user can start again
-    assert index.count("u1") == 1
-
-
-def test_awkward_user_ids(index: VectorIndex) -> None:
-    users = ["a", "Ann Lee/../中文 ü", "x" * 256, "user.with.dots", "-dash-"]
-    for n, user in enumerate(users):
-        index.upsert(user, [f"i{n}"], [[1.0, float(n)]])
-    for n, user in enumerate(users):
-        assert [h.id for h in index.query(user, [1, 0], k=10)] == [f"i{n}"]
+        return ChromaVectorIndex(chroma_http_client(chroma_server.host, chroma_server.port), collection_prefix=prefix)
 
 
 def test_collection_names_are_valid_and_distinct() -> None:
-    import re
-
     users = ["a", "A", "a b", "a_b", "中文", "x" * 256, "..", "a-b"]
     names = {collection_name("hmem", u) for u in users}
     assert len(names) == len(users)
     for name in names:
         assert re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]", name)
-
-
-BAD_UPSERTS: list[tuple[str, Callable[[VectorIndex], None]]] = [
-    ("empty user", lambda i: i.upsert("", ["n"], [[1, 0]])),
-    ("id list is a string", lambda i: i.upsert("u1", "n", [[1, 0]])),
-    ("fewer vectors than ids", lambda i: i.upsert("u1", ["n", "m"], [[1, 0]])),
-    ("NaN", lambda i: i.upsert("u1", ["n"], [[math.nan, 1]])),
-    ("infinity", lambda i: i.upsert("u1", ["n"], [[math.inf, 1]])),
-    ("zero vector", lambda i: i.upsert("u1", ["n"], [[0, 0]])),
-    ("ragged vectors", lambda i: i.upsert("u1", ["n", "m"], [[1, 0], [1]])),
-    ("wrong dimension", lambda i: i.upsert("u1", ["n"], [[1, 0, 0]])),
-    ("duplicate ids in batch", lambda i: i.upsert("u1", ["n", "n"], [[1, 0], [0, 1]])),
-    ("reserved metadata key", lambda i: i.upsert("u1", ["n"], [[1, 0]], [{"_hmem_user": "bob"}])),
-    ("nested metadata", lambda i: i.upsert("u1", ["n"], [[1, 0]], [{"x": [1, 2]}])),
-    ("metadatas length", lambda i: i.upsert("u1", ["n"], [[1, 0]], [{}, {}])),
-    ("control char id", lambda i: i.upsert("u1", ["a\nb"], [[1, 0]])),
-]
-BAD_QUERIES: list[tuple[str, Callable[[VectorIndex], object]]] = [
-    ("k=0", lambda i: i.query("u1", [1, 0], k=0)),
-    ("k not int", lambda i: i.query("u1", [1, 0], k="3")),  # type: ignore[arg-type]
-    ("zero query", lambda i: i.query("u1", [0, 0], k=1)),
-    ("NaN query", lambda i: i.query("u1", [math.nan, 0], k=1)),
-    ("unknown operator", lambda i: i.query("u1", [1, 0], k=1, where={"kind": {"$regex": "x"}})),
-    ("two operators", lambda i: i.query("u1", [1, 0], k=1, where={"t": {"$gt": 1, "$lt": 3}})),
-    ("$or at top level", lambda i: i.query("u1", [1, 0], k=1, where={"$or": [{"a": 1}]})),
-    ("empty $in", lambda i: i.query("u1", [1, 0], k=1, where={"kind": {"$in": []}})),
-    ("wrong query dimension", lambda i: i.query("u1", [1, 0, 0], k=1)),
-]
-
-
-@pytest.mark.parametrize(("label", "call"), BAD_UPSERTS + BAD_QUERIES, ids=[b[0] for b in BAD_UPSERTS + BAD_QUERIES])
-def test_bad_input_is_rejected_and_changes_nothing(index: VectorIndex, label: str, call: Callable[[VectorIndex], Any]) -> None:
-    index.upsert("u1", ["keep"], [[1, 0]], [{"kind": "fact"}])
-    with pytest.raises(InvalidInput):
-        call(index)
-    assert index.count("u1") == 1
-    hits = index.query("u1", [1, 0], k=5)
-    assert [h.id for h in hits] == ["keep"] and hits[0].score == pytest.approx(1.0, abs=1e-5)
-
-
-def test_query_many_equals_one_query_per_vector(index: VectorIndex) -> None:
-    rng = np.random.default_rng(3)
-    index.upsert("u1", [f"d{i}" for i in range(30)], unit(rng, 30), [{"kind": "fact" if i % 2 else "turn"} for i in range(30)])
-    qs = unit(rng, 4)
-    many = index.query_many("u1", qs, 3, where={"kind": "fact"})  # type: ignore[attr-defined]
-    assert [[h.id for h in hits] for hits in many] == [[h.id for h in index.query("u1", q, 3, where={"kind": "fact"})] for q in qs]
-    assert index.query_many("nobody", qs, 3) == [[], [], [], []]  # type: ignore[attr-defined]
-
-
-def test_query_ids_ranks_only_the_given_ids(index: VectorIndex) -> None:
-    rng = np.random.default_rng(4)
-    vecs = unit(rng, 40)
-    ids = [f"d{i}" for i in range(40)]
-    index.upsert("u1", ids, vecs)
-    index.upsert("u2", ["d1", "d2"], unit(rng, 2))
-    allowed = {f"d{i}" for i in range(0, 40, 3)} | {"missing"}
-    q = unit(rng, 1)[0]
-    exact = [ids[i] for i in np.argsort(-(np.asarray(vecs) @ np.asarray(q))) if ids[i] in allowed][:5]
-    got = index.query_ids("u1", q, 5, allowed)  # type: ignore[attr-defined]
-    assert [h.id for h in got] == exact
-    assert index.query_ids("u1", q, 5, set()) == []  # type: ignore[attr-defined]
-    assert index.query_ids("nobody", q, 5, {"d1"}) == []  # type: ignore[attr-defined]

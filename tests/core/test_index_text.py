@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmem.longterm.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_text, lexical_text
-from hmem.types import MemoryItem
+from hmem.longterm.index_text import (
+    MAX_INDEX_CHARS,
+    PREVIOUS_TURN_KEY,
+    PREVIOUS_TURN_MAX_CHARS,
+    dense_text,
+    lexical_text,
+)
+from hmem.types import MAX_CONTENT_CHARS, MAX_ID_CHARS, MemoryItem
 
 AT = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -48,3 +55,27 @@ def test_the_verbatim_text_is_always_indexed_by_both(text: str, prev: str | None
     assert text in lexical_text(item)
     assert dense_text(item).endswith(text)
     assert lexical_text(item) == lexical_text(item)  # deterministic: reindex reproduces it
+
+
+@pytest.mark.parametrize("size", [MAX_CONTENT_CHARS, MAX_CONTENT_CHARS - 1, MAX_CONTENT_CHARS - 20])
+def test_a_max_size_turn_is_indexed_whole_and_its_context_gives_way(size: int) -> None:
+    text = "y" * size
+    item = _turn(text=text, speaker="a" * MAX_ID_CHARS, previous="Caroline: " + "q" * 2000)
+    for indexed in (lexical_text(item), dense_text(item)):
+        assert len(indexed) <= MAX_INDEX_CHARS == MAX_CONTENT_CHARS
+        assert indexed.endswith(text)  # the turn itself is never cut
+    # Context is dropped from the least useful end: previous turn, then date, then speaker.
+    room = MAX_INDEX_CHARS - size
+    assert ("Caroline" in lexical_text(item)) is (room >= 13 + PREVIOUS_TURN_MAX_CHARS + 1 + MAX_ID_CHARS + 2)
+    assert dense_text(item) == (text if room < MAX_ID_CHARS + 2 else f"{'a' * MAX_ID_CHARS}: {text}")
+
+
+def test_context_is_kept_up_to_the_limit() -> None:
+    speaker = "Mel"
+    text = "y" * (MAX_INDEX_CHARS - len(speaker) - 2)  # exactly room for "Mel: "
+    item = _turn(text=text, speaker=speaker, previous="Caroline: hi")
+    assert lexical_text(item) == dense_text(item) == f"Mel: {text}"
+    date = "[8 May 2023] "
+    text = "y" * (MAX_INDEX_CHARS - len(date) - len(speaker) - 2)  # room for the date too, not the previous turn
+    item = _turn(text=text, speaker=speaker, previous="Caroline: hi")
+    assert lexical_text(item) == f"{date}Mel: {text}" and len(lexical_text(item)) == MAX_INDEX_CHARS

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hmem"
 LAYERS: list[tuple[str, ...]] = [
     ("hmem._version", "hmem.errors"),
     ("hmem._primitives", "hmem._message", "hmem._assembly_types", "hmem.types"),
-    ("hmem.protocols", "hmem._checks", "hmem._groups", "hmem._time"),
+    ("hmem.protocols", "hmem._checks", "hmem._groups", "hmem._time", "hmem._secrets"),
     ("hmem.tokens", "hmem.config", "hmem._worker"),
     ("hmem.session",),
     ("hmem.profile",),
@@ -28,8 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("hmem.assembly",),
     ("hmem.backends",),
     ("hmem.providers",),
-    ("hmem.transfer", "hmem.build"),
-    ("hmem.memory", "hmem._facade", "hmem.aio"),
+    ("hmem.transfer", "hmem.build", "hmem._options", "hmem._reads", "hmem._readiness"),
+    ("hmem.memory", "hmem._facade", "hmem._pipeline", "hmem.aio"),
     ("hmem.testing",),
     ("hmem.eval",),
     ("hmem.cli", "hmem.server", "hmem.__main__"),
@@ -82,10 +82,11 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
             targets = [a.name for a in node.names]
         for target in targets:
             # "import hmem.backends.redis.client" names the module; keep the longest known prefix
-            while target and target not in known:
-                target = target.rpartition(".")[0]
-            if target and target != name:
-                found.add(target)
+            module = target
+            while module and module not in known:
+                module = module.rpartition(".")[0]
+            if module and module != name:
+                found.add(module)
     return found
 
 

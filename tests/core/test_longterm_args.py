@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hmem.errors import InvalidInput
-from hmem.longterm._args import check_entries, check_forget_filter, check_recall_args
+from hmem.longterm._args import check_entries, check_entry, check_forget_filter, check_recall_args
 from hmem.types import Message, as_datetime
 
 HUGE_NUMBERS: list[Any] = [1e300, -1e300, float("inf"), float("-inf"), float("nan"), 10**400, -(10**400), 1e20]
@@ -91,3 +91,53 @@ def test_as_datetime_and_message_created_at_never_overflow(value: Any) -> None:
     with pytest.raises(InvalidInput) as info:
         Message.from_openai({"role": "user", "content": "hi", "created_at": value})
     assert info.value.field == "created_at"
+
+
+# -- errors name the caller's own argument; times far ahead are refused -----------------------------
+
+
+def test_a_single_entry_names_the_remember_arguments() -> None:
+    # Tried: blank text, a bad kind, importance 2, a non-object metadata, a bad date.
+    cases = [({"text": "  "}, "text"), ({"text": "x", "kind": " k"}, "kind"), ({"text": "x", "importance": 2}, "importance"),
+             ({"text": "x", "metadata": [1]}, "metadata"), ({"text": "x", "created_at": "soon"}, "created_at")]
+    for raw, field in cases:
+        with pytest.raises(InvalidInput) as info:
+            check_entry(raw)
+        assert info.value.field == field
+        assert str(info.value).startswith(field) and "entries" not in str(info.value)
+    with pytest.raises(InvalidInput) as info:
+        check_entries(["ok", {"text": "  "}])
+    assert info.value.field == "entries[1].text"
+
+
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def test_entry_created_at_far_ahead_of_the_clock_is_refused() -> None:
+    for ahead in (timedelta(minutes=5, seconds=1), timedelta(days=400)):
+        with pytest.raises(InvalidInput) as info:
+            check_entry({"text": "x", "created_at": NOW + ahead}, now=NOW)
+        assert info.value.field == "created_at" and "future" in str(info.value)
+        with pytest.raises(InvalidInput) as info:
+            check_entries(["ok", {"text": "x", "created_at": (NOW + ahead).isoformat()}], now=NOW)
+        assert info.value.field == "entries[1].created_at"
+    assert check_entry({"text": "x", "created_at": NOW + timedelta(minutes=5)}, now=NOW).created_at is not None
+    # Without a clock (e.g. validating an export) a time is only checked for range.
+    assert check_entry({"text": "x", "created_at": NOW + timedelta(days=400)}).created_at == NOW + timedelta(days=400)
+
+
+def test_list_arguments_name_the_bad_element() -> None:
+    with pytest.raises(InvalidInput) as info:
+        recall(kinds=["fact", " bad"])
+    assert info.value.field == "kinds[1]"
+    with pytest.raises(InvalidInput) as info:
+        check_forget_filter(["a", "b", ""], None, None, None, False)
+    assert info.value.field == "ids[2]"
+
+
+@pytest.mark.parametrize("value", [1e-7, 4e-7, timedelta(0), 0, -1], ids=short)
+def test_a_half_life_that_rounds_to_nothing_is_invalid_input(value: Any) -> None:
+    with pytest.raises(InvalidInput) as info:
+        recall(recency_half_life=value)
+    assert info.value.field == "recency_half_life" and "microsecond" in str(info.value)
+    assert recall(recency_half_life=1e-6)["half_life"] == timedelta(microseconds=1)

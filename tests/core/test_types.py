@@ -9,8 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hmem.errors import InvalidInput
-from hmem.types import Message, ToolCall, as_datetime, coerce_messages
+from hmem.errors import DuplicateId, InvalidInput
+from hmem.types import (
+    MAX_CLOCK_SKEW,
+    Message,
+    ToolCall,
+    as_datetime,
+    check_not_future,
+    coerce_messages,
+    renamed,
+)
 
 OPENAI_DICTS = [
     {"role": "system", "content": "You are terse."},
@@ -147,3 +155,57 @@ def test_round_trip_property(content: str, name: str | None) -> None:
     m = Message(role="user", content=content, name=name)
     assert Message.from_json(m.to_json()) == m
     assert Message.from_openai(m.to_openai()).to_openai() == m.to_openai()
+
+
+# -- caller-given times ahead of the clock; errors named as the caller named them ------------------
+
+NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("ahead", [timedelta(0), timedelta(minutes=4, seconds=59), MAX_CLOCK_SKEW])
+def test_times_within_the_clock_skew_are_accepted(ahead: timedelta) -> None:
+    assert check_not_future(NOW + ahead, "created_at", NOW) == NOW + ahead
+    at = (NOW + ahead).isoformat()
+    assert coerce_messages([{"role": "user", "content": "hi", "created_at": at}], now=NOW)[0].created_at == NOW + ahead
+
+
+# Tried: just past the skew, a day, a year, the year 9999; as datetime, ISO text and epoch seconds.
+FUTURE = [MAX_CLOCK_SKEW + timedelta(seconds=1), timedelta(days=1), timedelta(days=365), None]  # None: 9999
+
+
+@pytest.mark.parametrize("ahead", FUTURE, ids=str)
+def test_a_message_time_far_ahead_is_refused_on_write(ahead: timedelta | None) -> None:
+    now = datetime.now(UTC)  # the first message's default created_at is the real clock's
+    moment = datetime(9999, 12, 31, tzinfo=UTC) if ahead is None else now + ahead
+    for value in (moment, moment.isoformat(), moment.timestamp()):
+        batch = [{"role": "user", "content": "ok"}, {"role": "user", "content": "hi", "created_at": value}]
+        with pytest.raises(InvalidInput) as info:
+            coerce_messages(batch, now=now)
+        assert info.value.field == "messages[1].created_at"
+        assert "future" in str(info.value) and "messages[1].created_at" in str(info.value)
+        # Without ``now`` (reading, assembling) the same message is a plain value.
+        assert coerce_messages(batch)[1].created_at == moment
+
+
+def test_renamed_names_the_callers_field_in_field_and_message() -> None:
+    exc = InvalidInput("explicit must be >= 0, got -1", field="explicit")
+    out = renamed(exc, {"explicit": "budget"})
+    assert (out.field, str(out)) == ("budget", "budget must be >= 0, got -1")
+    # Paths below the name follow; an empty new name strips the prefix.
+    out = renamed(InvalidInput("entries[0].text must not be empty", field="entries[0].text"), {"entries[0]": ""})
+    assert (out.field, str(out)) == ("text", "text must not be empty")
+    out = renamed(InvalidInput("tool_calls[].id: bad", field="tool_calls[].id"), {"tool_calls[]": "tool_calls[2]"})
+    assert (out.field, str(out)) == ("tool_calls[2].id", "tool_calls[2].id: bad")
+    # A word that only looks like the name stays; other fields and classes are untouched.
+    out = renamed(InvalidInput("explicit budget 9 is too big", field="explicit"), {"explicit": "budget"})
+    assert (out.field, str(out)) == ("budget", "explicit budget 9 is too big")
+    other = InvalidInput("k must be >= 1", field="k")
+    assert renamed(other, {"explicit": "budget"}) is other
+    assert type(renamed(DuplicateId("id is taken", field="id"), {"id": "message_id"})) is DuplicateId
+
+
+def test_a_bad_tool_call_names_its_index() -> None:
+    calls = [{"id": "a", "function": {"name": "f"}}, {"id": " b", "function": {"name": "f"}}]
+    with pytest.raises(InvalidInput) as info:
+        coerce_messages([{"role": "assistant", "content": None, "tool_calls": calls}])
+    assert info.value.field == "messages[0].tool_calls[1].id"

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 
-from hmem.build import build_memory
 from hmem.config import Settings
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
@@ -43,7 +42,7 @@ def live_server(
     settings: Settings, memory: Memory | None = None, options: ServerOptions | None = None
 ) -> Iterator[tuple[str, Memory]]:
     """``(base_url, memory)`` of a real uvicorn serving ``create_app(memory, settings)``."""
-    mem = memory or build_memory(settings, embedder=embedder())
+    mem = memory or Memory.from_settings(settings, embedder=embedder())
     try:
         with serve_in_thread(create_app(mem, settings, options)) as url:
             yield url, mem

@@ -1,24 +1,29 @@
-"""Background extraction: add() returns once the messages are stored, while a slow
-LLM extracts the profile on the worker; flush() waits for it; nothing is lost.
+"""Background work: add() returns once the messages are stored, while a slow LLM
+extracts the profile on the worker; flush() waits for it; nothing is lost. Extraction
+and compaction share the Memory's one worker thread; repeated compaction requests for
+a session waiting in its queue coalesce into one run.
 
-Bad input tried: extraction="background" without a worker (InvalidInput), a job
-submitted to a closed worker (InvalidInput).
+Bad input tried: a job submitted to a closed worker (InvalidInput, nothing runs).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hmem._worker import SerialWorker
-from hmem.build import build_memory
+from hmem.build import build_parts
 from hmem.config import Settings
 from hmem.errors import InvalidInput
-from hmem.memory import Memory, MemoryOptions
+from hmem.memory import Memory
+from hmem.session.compaction import CompactionResult, Compactor
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 
 pytestmark = pytest.mark.slow
@@ -38,14 +43,17 @@ def _answer(request: Any) -> ScriptedReply:
     return ScriptedReply("text", json.dumps(body))
 
 
-def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(tmp_path: Path) -> None:
+def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="hmem._worker")
     with ScriptedLLMServer() as server:
         server.respond_with(_answer)
         settings = Settings.from_env(
             {}, data_dir=str(tmp_path), vectors="memory", extraction="background",
             llm_base_url=server.base_url, llm_api_key="test", llm_model="test-model",
         )
-        mem = build_memory(settings)
+        mem = Memory.from_settings(settings)
         try:
             started = time.perf_counter()
             result = mem.add("u1", "s1", [{"role": "user", "content": "I live in Lisbon now."}])
@@ -58,7 +66,7 @@ def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(tmp_path: Path
             entry = mem.profile.get("u1", "location")
             assert entry is not None and entry.value == "Lisbon"
             assert any(it.text == "The user lives in Lisbon." for it in mem.items("u1"))
-            assert not mem.worker.errors  # type: ignore[union-attr]
+            assert not [r for r in caplog.records if r.name == "hmem._worker"]  # no background job failed
         finally:
             mem.close()
 
@@ -66,7 +74,7 @@ def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(tmp_path: Path
 def test_background_pipeline_keeps_order_and_loses_nothing(tmp_path: Path) -> None:
     settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", extraction="background",
                                  buffer_tokens=300, summary_min_messages=4, compaction="foreground")
-    mem = build_memory(settings)
+    mem = Memory.from_settings(settings)
     try:
         sent = []
         for i in range(40):
@@ -78,26 +86,70 @@ def test_background_pipeline_keeps_order_and_loses_nothing(tmp_path: Path) -> No
         assert turns == set(sent)  # every turn archived exactly once (deterministic ids)
         assert sum(1 for it in mem.items("u1") if it.kind == "turn") == len(sent)
         buffered = [m.id for m in mem.history("u1", "s1")]
-        summary = mem.summaries.get("u1", "s1")
+        summary = mem.summary("u1", "s1")
         assert summary is not None and summary.folded_count + len(buffered) == len(sent)
         assert buffered == sent[-len(buffered):]
     finally:
         mem.close()
 
 
-def test_background_extraction_needs_a_worker_and_a_closed_worker_refuses_jobs(tmp_path: Path) -> None:
-    mem = Memory.open(tmp_path / "fg", vectors="memory")
+class GatedCompactor(Compactor):
+    """A real compactor whose first run waits for ``gate``, counting its runs."""
+
+    def __init__(self, base: Compactor) -> None:
+        super().__init__(base.sessions, base.summaries, base.summarizer, base.policy, archive=base.archive)
+        self.gate = threading.Event()
+        self.runs = 0
+
+    def compact(self, user_id: str, session_id: str) -> CompactionResult:
+        self.runs += 1
+        assert self.gate.wait(60)
+        return super().compact(user_id, session_id)
+
+
+def test_background_compaction_coalesces_per_session_on_the_one_worker(tmp_path: Path) -> None:
+    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", compaction="background",
+                                 extraction="background", buffer_tokens=300, summary_min_messages=4,
+                                 extract_facts=False, archive_turns="on_evict")
+    parts = build_parts(settings)
+    gated = GatedCompactor(parts.compactor)
+    threads_before = set(threading.enumerate())
+    mem = Memory(replace(parts, compactor=gated))
     try:
-        with pytest.raises(InvalidInput, match="worker"):
-            Memory(sessions=mem.sessions, summaries=mem.summaries, profile=mem.profile, longterm=mem.longterm,
-                   compactor=mem.compactor, options=MemoryOptions(extraction="background"))
+        sent = [f"m{i}" for i in range(30)]
+
+        def add(mid: str) -> None:
+            mem.add("u1", "s1", [{"role": "user", "content": f"note {mid} about the garden shed", "id": mid}])
+
+        add(sent[0])
+        deadline = time.monotonic() + 30
+        while gated.runs == 0 and time.monotonic() < deadline:  # the first compaction now holds the worker
+            time.sleep(0.01)
+        for mid in sent[1:]:  # their extraction jobs queue behind it; each asks for a compaction again
+            add(mid)
+        started = [t for t in set(threading.enumerate()) - threads_before if t.name.startswith("hmem")]
+        assert [t.name for t in started] == ["hmem-pipeline"]  # extraction and compaction: one thread
+        gated.gate.set()
+        assert mem.flush(60)
+        assert gated.runs == 2, "29 more requests: one queued run, the rest coalesced into it"
+        buffered = [m.id for m in mem.history("u1", "s1")]
+        archived = {it.source_message_id for it in mem.items("u1", kinds="turn")}
+        summary = mem.summary("u1", "s1")
+        assert summary is not None and summary.folded_count == len(archived) == len(sent) - len(buffered)
+        assert set(buffered) | archived == set(sent) and not set(buffered) & archived
     finally:
         mem.close()
+    assert not any(t.is_alive() for t in started)  # close() ended the worker
+
+
+def test_a_closed_worker_refuses_jobs() -> None:
     worker = SerialWorker(name="t")
-    worker.submit(lambda: None)
+    ran: list[int] = []
+    worker.submit(lambda: ran.append(1))
     worker.close()
     with pytest.raises(InvalidInput, match="closed"):
-        worker.submit(lambda: None)
+        worker.submit(lambda: ran.append(2))
+    assert ran == [1]
 
 
 def test_a_failing_job_is_kept_and_does_not_stop_later_jobs() -> None:

@@ -1,5 +1,10 @@
 """Compaction end to end: real session/summary stores, the real hybrid window policy and
-tokenizer; faults injected through collaborators (store wrappers), never by patching."""
+tokenizer; faults injected through collaborators (store wrappers), never by patching.
+
+Background mode is a ``compact`` call submitted to a :class:`SerialWorker` keyed by
+session (what Memory does with ``compaction="background"``): requests coalesce, and
+appends racing the worker lose nothing.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from hmem._worker import SerialWorker
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
-from hmem.errors import HmemError
+from hmem.errors import InvalidInput
 from hmem.protocols import SessionStore, SummaryStore
 from hmem.providers.llm import OpenAICompatibleLLM
 from hmem.session.compaction import Compactor
@@ -292,7 +298,14 @@ def test_an_append_racing_the_replace_is_kept_and_nothing_is_folded_twice(
 # -- background mode ----------------------------------------------------------------------------
 
 
-def run_appenders(compactor: Compactor, sessions: SessionStore, threads: int = 2, per_thread: int = 500) -> list[str]:
+def submit(worker: SerialWorker, compactor: Compactor) -> bool:
+    """Queue a compaction of U/S the way Memory does: one waiting run per session."""
+    return worker.submit(lambda: compactor.compact(U, S), key=(U, S))
+
+
+def run_appenders(
+    compactor: Compactor, worker: SerialWorker, sessions: SessionStore, threads: int = 2, per_thread: int = 500
+) -> list[str]:
     ids: list[str] = []
     lock = threading.Lock()
 
@@ -300,7 +313,7 @@ def run_appenders(compactor: Compactor, sessions: SessionStore, threads: int = 2
         for i in range(per_thread):
             m = Message(role="user" if i % 2 == 0 else "assistant", content=f"Thread {t} says fact {i}: I paid {i} euros.", id=f"t{t}-{i}")
             sessions.append(U, S, [m])
-            compactor.submit(U, S)
+            submit(worker, compactor)
             with lock:
                 ids.append(m.id)
             if i % 10 == 9:
@@ -311,7 +324,7 @@ def run_appenders(compactor: Compactor, sessions: SessionStore, threads: int = 2
         w.start()
     for w in workers:
         w.join()
-    assert compactor.flush(timeout=120)
+    assert worker.flush(timeout=120)
     return ids
 
 
@@ -320,12 +333,13 @@ def test_background_1000_appends_lose_and_duplicate_nothing(stores: tuple[Sessio
     sessions, summaries = stores
     archive = Archive()
     compactor = Compactor(sessions, summaries, Summarizer(None, TOK), policy(400), archive=archive)
-    appended = run_appenders(compactor, sessions)
+    worker = SerialWorker(name="test-compaction")
+    appended = run_appenders(compactor, worker, sessions)
     assert len(archive.calls) >= 3, "summarization did not actually run during the appends"
     compactor.compact(U, S)  # a last foreground pass must also keep the invariant
-    compactor.close()
+    worker.close()
     assert len(appended) == 1000
-    assert not compactor.errors
+    assert not worker.errors
     assert_nothing_lost(sessions, summaries, archive, appended)
     # Per-thread order survives: archive + buffer read as one history.
     history = archive.ids + [m.id for m in sessions.load(U, S).messages]
@@ -342,9 +356,10 @@ def test_background_with_a_slow_llm_loses_nothing() -> None:
         server.respond_with(lambda req: ScriptedReply(text="The user paid several amounts in euros.", delay_s=0.05))
         llm = OpenAICompatibleLLM(base_url=server.base_url, api_key="k", model="m", timeout=5, backoff_s=0.01)
         compactor = Compactor(sessions, summaries, Summarizer(llm, TOK), policy(400), archive=archive)
-        appended = run_appenders(compactor, sessions, per_thread=200)
-        compactor.close()
-    assert not compactor.errors
+        worker = SerialWorker(name="test-compaction")
+        appended = run_appenders(compactor, worker, sessions, per_thread=200)
+        worker.close()
+    assert not worker.errors
     assert summaries.get(U, S) is not None and summaries.get(U, S).method == "llm"  # type: ignore[union-attr]
     assert_nothing_lost(sessions, summaries, archive, appended)
 
@@ -356,16 +371,17 @@ def test_two_compactors_racing_on_one_session_lose_nothing(tmp_path: Path) -> No
     archive = Archive()
     a = Compactor(sessions, summaries, Summarizer(None, TOK), policy(300), archive=archive)
     b = Compactor(sessions, summaries, Summarizer(None, TOK), policy(300), archive=archive)
+    worker_a, worker_b = SerialWorker(name="a"), SerialWorker(name="b")
     appended: list[str] = []
     for round_ in range(8):
         msgs = turns(12, prefix=f"r{round_}-")
         sessions.append(U, S, msgs)
         appended += [m.id for m in msgs]
-        a.submit(U, S)
-        b.submit(U, S)
-    a.close()
-    b.close()
-    assert not a.errors and not b.errors
+        submit(worker_a, a)
+        submit(worker_b, b)
+    worker_a.close()
+    worker_b.close()
+    assert not worker_a.errors and not worker_b.errors
     # Racing compactors may both archive one block (at-least-once, the hook is idempotent by id).
     seen: set[str] = set()
     deduped = Archive()
@@ -433,10 +449,33 @@ def test_background_errors_are_kept_not_raised(stores: tuple[SessionStore, Summa
     sessions.append(U, S, turns(40))
     before = sessions.load(U, S)
     compactor = Compactor(sessions, CrashingSummaryStore(summaries), Summarizer(None, TOK), policy())
-    compactor.submit(U, S)  # returns at once; the crash happens on the worker
-    assert compactor.flush(timeout=30)
-    compactor.close()
-    assert [type(e) for _, _, e in compactor.errors] == [Crash]
+    worker = SerialWorker(name="test-compaction")
+    assert submit(worker, compactor)  # returns at once; the crash happens on the worker
+    assert worker.flush(timeout=30)
+    worker.close()
+    assert [type(e) for e in worker.errors] == [Crash]
     assert sessions.load(U, S) == before
-    with pytest.raises(HmemError, match="closed"):
-        compactor.submit(U, S)
+    with pytest.raises(InvalidInput, match="closed"):
+        submit(worker, compactor)
+
+
+def test_requests_for_a_waiting_compaction_coalesce_and_one_that_runs_does_not(
+    stores: tuple[SessionStore, SummaryStore],
+) -> None:
+    sessions, summaries = stores
+    archive = Archive()
+    compactor = Compactor(sessions, summaries, Summarizer(None, TOK), policy(), archive=archive)
+    worker = SerialWorker(name="test-compaction")
+    gate = threading.Event()
+    worker.submit(lambda: gate.wait(30))  # holds the worker: the next requests wait in its queue
+    sessions.append(U, S, turns(40))
+    assert [submit(worker, compactor) for _ in range(5)] == [True, False, False, False, False]
+    gate.set()
+    assert worker.flush(30) and not worker.errors
+    assert len(archive.calls) == 1  # five requests, one run
+    more = turns(40, prefix="n")
+    sessions.append(U, S, more)
+    assert submit(worker, compactor) and worker.flush(30)  # released at start: a later request runs again
+    worker.close()
+    assert len(archive.calls) == 2
+    assert_nothing_lost(sessions, summaries, archive, [m.id for m in turns(40) + more])

@@ -5,12 +5,16 @@ ranking. Real stack: SQLite + in-memory vectors + the real MiniLM model."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from hmem.build import build_parts
+from hmem.config import Settings
 from hmem.longterm.index_text import PREVIOUS_TURN_KEY
+from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message, ToolCall
@@ -24,10 +28,18 @@ def _model() -> SentenceTransformerEmbedder:
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Memory:
-    m = Memory.open(tmp_path, embedder=_model(), vectors="memory", extract_facts=False, extract_profile=False)
-    yield m  # type: ignore[misc]
-    m.close()
+def stack(tmp_path: Path) -> Iterator[tuple[Memory, LongTermStore]]:
+    """``Memory.open(tmp_path, …)`` and its long-term store (for ``reindex``)."""
+    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", extract_facts=False,
+                                 extract_profile=False)
+    parts = build_parts(settings, embedder=_model())
+    with Memory(parts) as m:
+        yield m, parts.longterm
+
+
+@pytest.fixture
+def mem(stack: tuple[Memory, LongTermStore]) -> Memory:
+    return stack[0]
 
 
 def _turns(mem: Memory, user: str) -> dict[str, dict[str, object]]:
@@ -54,7 +66,10 @@ def test_previous_turn_within_a_batch_across_adds_and_over_tool_messages(mem: Me
     assert turns["t2"]["text"] == "Yes, twice a week!"  # stored verbatim
 
 
-def test_the_answer_turn_is_found_through_its_question_and_reindex_keeps_it(mem: Memory) -> None:
+def test_the_answer_turn_is_found_through_its_question_and_reindex_keeps_it(
+    stack: tuple[Memory, LongTermStore],
+) -> None:
+    mem, longterm = stack
     mem.add("u", "s1", [
         Message(role="user", content="How is the pottery class going?", name="Ana", id="q", created_at=AT),
         Message(role="assistant", content="Great, I finished my first bowl yesterday.", name="Ben", id="a"),
@@ -63,5 +78,5 @@ def test_the_answer_turn_is_found_through_its_question_and_reindex_keeps_it(mem:
     ])
     before = [h.item.source_message_id for h in mem.recall("u", "pottery class", k=4)]
     assert before[:2] == ["q", "a"] or before[:2] == ["a", "q"]
-    assert mem.longterm.reindex("u") == 4
+    assert longterm.reindex("u") == 4
     assert [h.item.source_message_id for h in mem.recall("u", "pottery class", k=4)] == before

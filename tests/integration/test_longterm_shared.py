@@ -1,7 +1,7 @@
 """Two app instances on two "hosts" share one user's long-term memory.
 
-Each instance is built by :func:`hmem.build.build_memory` from its own settings, as a
-deployment would: its own local data dir (SQLite: sessions, embedding cache), items in
+Each instance's parts are built by :func:`hmem.build.build_parts` from its own settings,
+as a deployment would: its own local data dir (SQLite: sessions, embedding cache), items in
 the shared Redis (``HMEM_ITEMS=redis://…``), and one shared vector index (a single
 MemoryVectorIndex object standing in for a Chroma server). The real embedding model.
 """
@@ -19,10 +19,9 @@ from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.backends.redis.items import RedisItemStore
 from hmem.backends.redis.lexical import SharedLexicalIndex
-from hmem.build import build_memory
+from hmem.build import MemoryParts, build_parts
 from hmem.config import Settings
 from hmem.longterm.store import LongTermStore
-from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message
 
@@ -37,37 +36,38 @@ def embedder() -> SentenceTransformerEmbedder:
 
 
 @pytest.fixture
-def apps(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[tuple[Memory, Memory]]:
+def apps(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[tuple[MemoryParts, MemoryParts]]:
     prefix = new_prefix()
     vectors = MemoryVectorIndex()  # one object = one vector server both hosts talk to
-    built: list[Memory] = []
+    built: list[MemoryParts] = []
     try:
         for host in ("host-a", "host-b"):
             settings = Settings.from_env({
                 "HMEM_DATA_DIR": str(tmp_path / host), "HMEM_ITEMS": REDIS_URL, "HMEM_REDIS_PREFIX": prefix,
                 "HMEM_SESSIONS": "sqlite", "HMEM_VECTORS": "memory",
             })
-            built.append(build_memory(settings, embedder=embedder, vectors=vectors))
+            built.append(build_parts(settings, embedder=embedder, vectors=vectors))
         yield built[0], built[1]
     finally:
-        for mem in built:
-            mem.close()
+        for parts in built:
+            for close in parts.on_close:
+                close()
         client = redis.Redis.from_url(REDIS_URL)
         delete_prefix(client, prefix)
         client.close()
 
 
-def lt(mem: Memory) -> LongTermStore:
-    return mem.longterm
+def lt(parts: MemoryParts) -> LongTermStore:
+    return parts.longterm
 
 
-def test_the_stack_is_shared_items_and_a_shared_lexical_cache(apps: tuple[Memory, Memory]) -> None:
+def test_the_stack_is_shared_items_and_a_shared_lexical_cache(apps: tuple[MemoryParts, MemoryParts]) -> None:
     a, b = apps
     assert isinstance(lt(a).items, RedisItemStore) and isinstance(lt(a).lexical, SharedLexicalIndex)
     assert lt(a).lexical is not lt(b).lexical  # each host has its own BM25 cache
 
 
-def test_facts_and_turns_written_through_a_are_recalled_through_b(apps: tuple[Memory, Memory]) -> None:
+def test_facts_and_turns_written_through_a_are_recalled_through_b(apps: tuple[MemoryParts, MemoryParts]) -> None:
     a, b = apps
     # B has already served this user, so its caches exist before A writes.
     lt(a).remember(USER, "My sister Anna lives in Berlin.")
@@ -90,7 +90,7 @@ def test_facts_and_turns_written_through_a_are_recalled_through_b(apps: tuple[Me
     assert lt(a).count(USER) == lt(b).count(USER) == 4
 
 
-def test_forget_through_b_disappears_from_a_at_once(apps: tuple[Memory, Memory]) -> None:
+def test_forget_through_b_disappears_from_a_at_once(apps: tuple[MemoryParts, MemoryParts]) -> None:
     a, b = apps
     kept = lt(a).remember(USER, "My favourite food is sushi.").item
     doomed = lt(a).remember(USER, "My favourite drink is sake with sushi.").item
@@ -105,7 +105,7 @@ def test_forget_through_b_disappears_from_a_at_once(apps: tuple[Memory, Memory])
     assert lt(a).lexical.count(USER) == 0
 
 
-def test_concurrent_archive_of_the_same_turns_stores_each_once(apps: tuple[Memory, Memory]) -> None:
+def test_concurrent_archive_of_the_same_turns_stores_each_once(apps: tuple[MemoryParts, MemoryParts]) -> None:
     a, b = apps
     turns = [
         Message(role="user" if i % 2 == 0 else "assistant", content=f"Turn {i}: the Lisbon trip, day {i}.",
@@ -115,10 +115,10 @@ def test_concurrent_archive_of_the_same_turns_stores_each_once(apps: tuple[Memor
     start = threading.Barrier(2)
     errors: list[BaseException] = []
 
-    def archive(mem: Memory) -> None:
+    def archive(parts: MemoryParts) -> None:
         try:
             start.wait()
-            lt(mem).archive_turns(USER, "trip", turns)
+            lt(parts).archive_turns(USER, "trip", turns)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

@@ -4,19 +4,23 @@ PersistentClient + the real MiniLM model), plus its error handling.
 Bad inputs tried (each raises InvalidInput and leaves the session unchanged):
 an unknown role, a non-string content, an empty user id, a reserved message id,
 a duplicate id within the batch, a batch that is a dict / None / a number, a
-non-string query, an empty system prompt.
+non-string query, an empty system prompt; ``retrieve`` with an unknown retriever or k=0.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hmem.aio import AsyncMemory
+from hmem.build import build_parts
+from hmem.config import Settings
 from hmem.errors import BudgetError, InvalidInput
 from hmem.memory import SYSTEM_PROMPT_ID, Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
@@ -62,7 +66,7 @@ def test_fact_from_session_1_is_recalled_into_session_6(mem: Memory) -> None:
 
     s1_buffer = " ".join(m.text for m in mem.history("u1", "s1"))
     assert "Ingrid" not in s1_buffer, "the fact must have left session 1's buffer for this test to mean anything"
-    summary = mem.summaries.get("u1", "s1")
+    summary = mem.summary("u1", "s1")
     assert summary is not None and summary.folded_count > 0
 
     mem.add("u1", "s6", [{"role": "user", "content": "What does my sister do for a living?"}])
@@ -127,7 +131,7 @@ def test_profile_is_extracted_and_isolated_between_users(mem: Memory) -> None:
 
 def test_bad_input_changes_nothing(mem: Memory) -> None:
     mem.add("u1", "s1", [{"role": "user", "content": "first"}])
-    before = mem.sessions.load("u1", "s1")
+    before = (mem.history("u1", "s1"), mem.session_infos("u1"))  # infos carry the version
     bad_batches: list[Any] = [
         [{"role": "wizard", "content": "x"}],
         [{"role": "user", "content": 3}],
@@ -147,7 +151,7 @@ def test_bad_input_changes_nothing(mem: Memory) -> None:
         mem.context("u1", "s1", query=42)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         mem.set_system_prompt("u1", "s1", "   ")
-    assert mem.sessions.load("u1", "s1") == before
+    assert (mem.history("u1", "s1"), mem.session_infos("u1")) == before
 
 
 def test_budget_error_when_turn_cannot_fit(mem: Memory) -> None:
@@ -179,7 +183,7 @@ def test_background_compaction_loses_nothing(tmp_path: Path, embedder: Any) -> N
         buffered = {m.id for m in memory.history("u1", "s1")}
         archived = {it.source_message_id for it in memory.items("u1") if it.kind == "turn"}
         assert buffered | archived == set(ids)
-        assert not buffered & archived or memory.summaries.get("u1", "s1") is not None
+        assert not buffered & archived or memory.summary("u1", "s1") is not None
     finally:
         memory.close()
 
@@ -198,17 +202,66 @@ def test_async_memory_wraps_the_same_logic(tmp_path: Path, embedder: Any) -> Non
 
 
 def test_an_expired_session_takes_its_summary_out_of_the_context(tmp_path: Path, embedder: Any) -> None:
-    import time
-
     memory = Memory.open(tmp_path / "ttl", embedder=embedder, vectors="memory", buffer_tokens=200,
                          summary_min_messages=4, session_ttl_s=1.0)
     try:
         for i in range(12):
             _chat(memory, "s1", f"Tell me about the harbour of Bergen, detail {i}.", f"Detail {i} about Bergen.")
-        assert memory.summaries.get("u1", "s1") is not None  # compaction wrote a summary
+        assert memory.summary("u1", "s1") is not None  # compaction wrote a summary
         assert "Summary" in memory.context("u1", "s1", query="Bergen").messages[0]["content"]
         time.sleep(1.3)  # the session expires; the SQLite summary store has no TTL of its own
         assert memory.history("u1", "s1") == []
         assert "Summary" not in str(memory.context("u1", "s1", query="Bergen").messages)
     finally:
         memory.close()
+
+
+def test_items_by_filter_and_by_id_and_one_retriever_alone(mem: Memory) -> None:
+    mem.add("u1", "s1", [{"role": "user", "content": "I adopted a grey cat named Pixel.", "id": "c1"},
+                         {"role": "assistant", "content": "Pixel is a lovely name.", "id": "c2"}])
+    mem.remember("u1", "Prefers window seats on trains", kind="preference")
+    turns = mem.items("u1", kinds="turn")
+    assert sorted(it.source_message_id or "" for it in turns) == ["c1", "c2"]
+    assert [it.source_message_id for it in mem.items("u1", source_message_id="c1", kinds=["turn"])] == ["c1"]
+    assert {it.session_id for it in mem.items("u1", session_id="s1")} == {"s1"}
+    pref = mem.items("u1", kinds="preference")[0]
+    wanted = [pref.id, "no-such-id", turns[0].id]
+    assert [it.id for it in mem.items("u1", ids=wanted)] == [pref.id, turns[0].id]  # given order, unknown skipped
+    assert mem.items("u2", ids=wanted) == []  # another user's ids reach nothing
+    for using in ("lexical", "dense"):
+        found = mem.retrieve("u1", "grey cat Pixel", 2, using=using)  # type: ignore[arg-type]
+        assert "c1" in {it.source_message_id for it in found}, using
+    before = mem.stats("u1")
+    for bad in ({"using": "hybrid"}, {"using": "dense", "k": 0}):
+        with pytest.raises(InvalidInput) as info:
+            mem.retrieve("u1", "cat", **bad)
+        assert info.value.field in ("using", "k")
+    assert mem.stats("u1") == before
+
+
+class HangingProfile:
+    """A profile store whose reads hang, like a backend that accepts a connection and never answers."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def get(self, user_id: str, key: str) -> Any:
+        time.sleep(3)
+        return self.inner.get(user_id, key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_readiness_names_every_backend_and_gives_up_on_a_hung_one(tmp_path: Path, embedder: Any) -> None:
+    parts = build_parts(Settings.from_env({}, data_dir=str(tmp_path), vectors="memory"), embedder=embedder)
+    with Memory(replace(parts, profile=HangingProfile(parts.profile))) as memory:
+        started = time.perf_counter()
+        ready = memory.readiness(timeout_s=0.3)
+        elapsed = time.perf_counter() - started
+    assert elapsed < 2.0, f"readiness waited {elapsed:.1f} s for a hung backend"
+    assert list(ready) == ["sessions", "summaries", "profile", "items", "vectors", "lexical"]
+    assert ready["profile"].ok is False and ready["profile"].error == "no answer within 0.3 s"
+    assert ready["profile"].backend == "HangingProfile"
+    assert all(r.ok for tier, r in ready.items() if tier != "profile"), ready
+    assert ready["sessions"].backend == "SqliteSessionStore" and ready["vectors"].backend == "MemoryVectorIndex"

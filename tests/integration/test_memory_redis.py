@@ -39,7 +39,6 @@ from redis.crc import key_slot
 from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 from redis_server import RedisServer, free_port
 
-from hmem.build import build_memory
 from hmem.config import Settings
 from hmem.errors import BackendUnavailable
 from hmem.memory import SYSTEM_PROMPT_ID, Memory
@@ -100,7 +99,7 @@ def ledger(mem: Memory, user: str, session: str) -> tuple[list[str], list[str], 
     not already covered by the summary), ids the compaction archived, ids in the buffer
     the summary already covers, and how many messages the summary says it folded."""
     buffer = mem.history(user, session)
-    summary = mem.summaries.get(user, session)
+    summary = mem.summary(user, session)
     covered, rest = split_covered(buffer, summary)
     visible = [m.id for m in rest if m.id != SYSTEM_PROMPT_ID]
     archived = [it.source_message_id or "" for it in mem.items(user) if it.kind == "turn"]
@@ -117,17 +116,17 @@ def test_second_app_instance_sees_history_summary_and_profile(
     env = redis_env(REDIS_URL, prefix, tmp_path / "app-a")
     settings = Settings.from_env(env)
     assert (settings.sessions, settings.summaries, settings.profile) == (REDIS_URL,) * 3
-    with build_memory(settings, embedder=embedder) as app_a:
+    with Memory.from_settings(settings, embedder=embedder) as app_a:
         app_a.set_system_prompt(USER, SESSION, "You are a concise travel assistant.")
         app_a.add(USER, SESSION, [
             {"role": "user", "content": "My name is Ingrid. I live in Lisbon.", "id": "intro-q"},
             {"role": "assistant", "content": "Nice to meet you, Ingrid!", "id": "intro-a"},
         ])
         for i in range(30):
-            if app_a.summaries.get(USER, SESSION) is not None:
+            if app_a.summary(USER, SESSION) is not None:
                 break
             app_a.add(USER, SESSION, turn("a", i))
-        summary = app_a.summaries.get(USER, SESSION)
+        summary = app_a.summary(USER, SESSION)
         assert summary is not None and summary.folded_count > 0, "compaction never ran"
         app_a.profile.set(USER, "diet", "vegetarian")
         history_a = app_a.history(USER, SESSION)
@@ -148,9 +147,9 @@ def test_second_app_instance_sees_history_summary_and_profile(
 
         # Another app instance: same Redis settings, its own data dir (as on another host).
         env_b = {**env, "HMEM_DATA_DIR": str(tmp_path / "app-b")}
-        with build_memory(Settings.from_env(env_b), embedder=embedder) as app_b:
+        with Memory.from_settings(Settings.from_env(env_b), embedder=embedder) as app_b:
             assert app_b.history(USER, SESSION) == history_a
-            assert app_b.summaries.get(USER, SESSION) == summary
+            assert app_b.summary(USER, SESSION) == summary
             assert {e.key: e.value for e in app_b.profile.all(USER)} == {
                 "name": "Ingrid", "location": "Lisbon", "diet": "vegetarian"}
             assert app_b.sessions_of(USER) == [SESSION]
@@ -173,7 +172,7 @@ def _app_instance(env: Mapping[str, str], writer: int, adds: int, start: Any, re
     """One app instance in its own process: load the model, wait for the other, then add."""
     model = SentenceTransformerEmbedder()
     model.embed(["warm up"])  # load before the start line, so both really add at the same time
-    mem = build_memory(Settings.from_env(dict(env)), embedder=model)
+    mem = Memory.from_settings(Settings.from_env(dict(env)), embedder=model)
     compactions = races = 0
     try:
         start.wait(timeout=120)
@@ -206,7 +205,7 @@ def two_writer_run(tmp_path_factory: pytest.TempPathFactory, embedder: SentenceT
     env = redis_env(REDIS_URL, prefix, tmp_path_factory.mktemp("shared"), HMEM_ARCHIVE_TURNS="on_evict",
                     HMEM_BUFFER_TOKENS="250", HMEM_EXTRACT_FACTS="false", HMEM_EXTRACT_PROFILE="false")
     try:
-        build_memory(Settings.from_env(env), embedder=embedder).close()  # create the SQLite schema once
+        Memory.from_settings(Settings.from_env(env), embedder=embedder).close()  # create the SQLite schema once
         ctx = multiprocessing.get_context("spawn")  # no fork of a threaded pytest process
         start, results = ctx.Barrier(writers), ctx.Queue()
         procs = [ctx.Process(target=_app_instance, args=(env, w, adds, start, results)) for w in range(writers)]
@@ -216,7 +215,7 @@ def two_writer_run(tmp_path_factory: pytest.TempPathFactory, embedder: SentenceT
             p.join(timeout=300)
         assert [p.exitcode for p in procs] == [0] * writers
         stats = sorted(results.get(timeout=5) for _ in range(writers))
-        with build_memory(Settings.from_env(env), embedder=embedder) as check:
+        with Memory.from_settings(Settings.from_env(env), embedder=embedder) as check:
             visible, archived, covered, folded = ledger(check, USER, SESSION)
         sent = frozenset(m["id"] for w in range(writers) for i in range(adds) for m in turn(f"w{w}", i))
         yield TwoWriterRun(sent, visible, archived, covered, folded, stats)
@@ -284,7 +283,7 @@ def test_unreachable_redis_fails_the_build_fast_with_a_masked_url(tmp_path: Path
     try:
         started = time.perf_counter()
         with pytest.raises(BackendUnavailable) as info:
-            build_memory(settings, embedder=SentenceTransformerEmbedder())  # never loaded: the build fails first
+            Memory.from_settings(settings, embedder=SentenceTransformerEmbedder())  # never loaded: the build fails first
         elapsed = time.perf_counter() - started
     finally:
         for s in sockets:
@@ -305,7 +304,7 @@ def test_fallback_to_memory_builds_warns_and_works(
                     HMEM_REDIS_TIMEOUT_S="1", HMEM_ARCHIVE_TURNS="on_evict", HMEM_EXTRACT_FACTS="false")
     with caplog.at_level(logging.WARNING):
         started = time.perf_counter()
-        mem = build_memory(Settings.from_env(env), embedder=embedder)
+        mem = Memory.from_settings(Settings.from_env(env), embedder=embedder)
         elapsed = time.perf_counter() - started
     assert elapsed < 2.0
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and r.name.startswith("hmem")]
@@ -319,7 +318,7 @@ def test_fallback_to_memory_builds_warns_and_works(
         assert mem.profile.get(USER, "location") is not None
         assert mem.context(USER, SESSION).messages[-1]["content"] == "I live in Porto."
         # ... and exactly as the warning says, another instance does not share it.
-        with build_memory(Settings.from_env({**env, "HMEM_DATA_DIR": str(tmp_path / "b")}), embedder=embedder) as other:
+        with Memory.from_settings(Settings.from_env({**env, "HMEM_DATA_DIR": str(tmp_path / "b")}), embedder=embedder) as other:
             assert other.history(USER, SESSION) == []
 
 
@@ -345,7 +344,7 @@ def test_redis_killed_mid_run_fails_fast_and_the_same_memory_recovers(
         timeout = 2.0
         env = redis_env(srv.url, "hmem", tmp_path / "data", HMEM_REDIS_TIMEOUT_S=str(timeout),
                         HMEM_ARCHIVE_TURNS="on_evict", HMEM_EXTRACT_FACTS="false")
-        mem = build_memory(Settings.from_env(env), embedder=embedder)
+        mem = Memory.from_settings(Settings.from_env(env), embedder=embedder)
         mem.set_system_prompt(USER, SESSION, "You are a concise travel assistant.")
         acked: list[int] = []
         failures: list[BaseException] = []
@@ -364,7 +363,7 @@ def test_redis_killed_mid_run_fails_fast_and_the_same_memory_recovers(
         thread = threading.Thread(target=writer)
         thread.start()
         deadline = time.monotonic() + 60
-        while (len(acked) < 15 or mem.summaries.get(USER, SESSION) is None) and time.monotonic() < deadline:
+        while (len(acked) < 15 or mem.summary(USER, SESSION) is None) and time.monotonic() < deadline:
             time.sleep(0.02)
         srv.kill()
         thread.join(timeout=30)

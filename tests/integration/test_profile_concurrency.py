@@ -1,4 +1,5 @@
-"""Concurrent writers to one profile key: threads (memory, SQLite) and processes (SQLite).
+"""Concurrent writers to one profile key: threads (memory, SQLite, Redis: each thread on
+its own pooled connection, as separate app instances would be) and processes (SQLite).
 
 After the storm there must be exactly one current value, and the history must hold
 every write exactly once as a chain of non-overlapping intervals.
@@ -15,8 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.profile import MemoryProfileStore
+from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
 from hmem.errors import CapacityError
@@ -27,10 +30,14 @@ THREADS = 8
 WRITES = 25
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[..., ProfileStore]]:
     if request.param == "memory":
         yield MemoryProfileStore
+        return
+    if request.param == "redis":  # the WATCH/MULTI transaction persisting each plan
+        with redis_client_prefix() as (client, prefix):
+            yield lambda **kw: RedisProfileStore(client, prefix=prefix, **kw)
         return
     db = SqliteDatabase(tmp_path / "profile.db")  # a file: each thread gets its own connection
     yield lambda **kw: SqliteProfileStore(db, **kw)

@@ -1,16 +1,21 @@
-"""Connecting to Redis: URL masking, clear errors within the timeout, the explicit fallback,
-and the key layout (one Cluster slot per user, prefix respected)."""
+"""Connecting to Redis: URL masking, clear errors within the timeout (refused credentials
+are a settings error, not an outage), the explicit fallback, and the key layout (one
+Cluster slot per user, prefix respected)."""
 
 from __future__ import annotations
 
 import logging
 import socket
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import redis
 from redis.crc import key_slot
 from redis_helpers import REDIS_URL, redis_prefix  # noqa: F401  (fixture)
+from redis_server import RedisServer
 
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.redis.client import connect_redis, mask_url
@@ -31,11 +36,14 @@ from hmem.types import Message, SessionSummary
         ("redis://s3cret@host:6379", "redis://****@host:6379"),
         ("redis://host:6379/0?password=s3cret&db=1", "redis://host:6379/0?password=****&db=1"),
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:s3#cret@host:6379/0", "redis://:****@host:6379/0"),
+        ("redis://:s3?cr/et@host:6379/0", "redis://:****@host:6379/0"),
+        ("redis://host:6379/0?db=1&token=s3cret", "redis://host:6379/0?db=1&token=****"),
     ],
 )
 def test_mask_url_hides_passwords(url: str, masked: str) -> None:
     assert mask_url(url) == masked
-    assert "s3cret" not in mask_url(url)
+    assert "s3cret" not in mask_url(url) and "cr" not in mask_url(url).split("@")[0]
 
 
 def closed_port() -> int:
@@ -109,3 +117,66 @@ def test_bad_prefix_is_rejected() -> None:
     for bad in ["", "a{b", "x}", " hmem"]:
         with pytest.raises(ConfigError):
             RedisSessionStore(client, prefix=bad)
+
+
+PASSWORD = "right#pass/word"  # the characters that need percent-encoding in a URL
+
+
+@pytest.fixture(scope="module")
+def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server started with --requirepass on a spare port."""
+    srv = RedisServer(Path(tmp_path_factory.mktemp("redis-auth")), password=PASSWORD)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("userinfo", [":wrong-pass", "default:wrong-pass", "", "nobody:" + quote(PASSWORD, safe="")])
+def test_refused_credentials_are_a_config_error_saying_so(auth_server: RedisServer, userinfo: str) -> None:
+    url = f"redis://{userinfo}{'@' if userinfo else ''}127.0.0.1:{auth_server.port}/0"
+    started = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        connect_redis(url)
+    message = str(info.value)
+    assert "refused the credentials" in message and "password" in message
+    assert "unreachable" not in message and "Start it" not in message
+    assert "wrong-pass" not in message and "pass%2Fword" not in message
+    assert time.perf_counter() - started < 2.0
+
+
+def test_the_right_password_connects(auth_server: RedisServer) -> None:
+    client = connect_redis(auth_server.url)  # percent-encoded '#' and '/'
+    try:
+        assert client.ping()
+    finally:
+        client.close()
+
+
+def test_refused_credentials_never_fall_back_to_memory(auth_server: RedisServer) -> None:
+    """The fallback is for an outage; a wrong password is a mistake to fix, not to hide."""
+    with pytest.raises(ConfigError, match="refused the credentials"):
+        open_redis_stores(f"redis://:wrong@127.0.0.1:{auth_server.port}/0", allow_fallback=True)
+
+
+def test_an_unencoded_password_is_refused_before_connecting_and_not_shown(auth_server: RedisServer) -> None:
+    url = f"redis://:{PASSWORD}@127.0.0.1:{auth_server.port}/0"
+    with pytest.raises(ConfigError) as info:
+        connect_redis(url)
+    message = str(info.value)
+    assert "percent-encode" in message and f"redis://:****@127.0.0.1:{auth_server.port}/0" in message
+    assert "pass" not in message.split("percent-encode", maxsplit=1)[0].replace("password", "")
+
+
+def test_a_password_the_server_stops_accepting_is_reported_on_the_next_command(auth_server: RedisServer) -> None:
+    client = connect_redis(auth_server.url)
+    store = RedisSessionStore(client)
+    assert store.append("u1", "s1", [Message(role="user", content="hi")]) == 1
+    admin = redis.Redis(port=auth_server.port, password=PASSWORD)
+    admin.config_set("requirepass", "rotated")
+    try:
+        client.connection_pool.disconnect()  # the next command opens a new connection and authenticates
+        with pytest.raises(ConfigError, match="refused the credentials"):
+            store.load("u1", "s1")
+    finally:
+        redis.Redis(port=auth_server.port, password="rotated").config_set("requirepass", PASSWORD)
+        client.close()

@@ -5,18 +5,14 @@ free loopback port (never the shared one on 6379)."""
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
+from redis_server import RedisServer
 
 from hmem.backends.redis.client import connect_redis
 from hmem.backends.redis.sessions import RedisSessionStore
@@ -25,57 +21,13 @@ from hmem.types import Message
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-REDIS_SERVER = shutil.which("redis-server")
-
-
-class RedisServer:
-    def __init__(self, workdir: Path, *, aof: bool = False) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.workdir = workdir
-        self.aof = aof
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        assert REDIS_SERVER is not None
-        args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                "--dir", str(self.workdir), "--logfile", str(self.workdir / "redis.log")]
-        args += ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                redis.Redis(port=self.port, socket_connect_timeout=0.2).ping()
-                return
-            except redis.exceptions.RedisError:
-                time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()  # SIGKILL: no graceful shutdown, like a crash
-        self.proc.wait(timeout=10)
-
-    def signal(self, sig: int) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, sig)
-
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[RedisServer]:
-    if REDIS_SERVER is None:
-        pytest.fail("redis-server is not installed: apt-get install -y redis-server")
     srv = RedisServer(tmp_path)
     srv.start()
     yield srv
-    if srv.proc is not None and srv.proc.poll() is None:
-        srv.signal(signal.SIGCONT)
-        srv.kill()
+    srv.stop()
 
 
 def batch(tag: str, n: int) -> list[Message]:
@@ -177,5 +129,4 @@ def test_crash_mid_run_leaves_no_partial_batch(tmp_path: Path) -> None:
             assert [mid.rsplit("-", 1)[1] for mid in ids[start : start + 5]] == ["0", "1", "2", "3", "4"]
         assert set(acked) <= set(tags), "an acknowledged append was lost"
     finally:
-        if srv.proc is not None and srv.proc.poll() is None:
-            srv.kill()
+        srv.stop()

@@ -2,10 +2,11 @@
 export/import, server factory). Each test failed before its fix.
 
 Bad inputs tried here (each raises InvalidInput naming the field, and changes nothing):
-``context(k=-1 | "3" | True)``, unknown keyword arguments to ``recall``/``forget``/
-``remember``/``context(recall_filters=…)``, an export file that is not UTF-8, an export
+``context(k=-1 | "3" | True | 2.5 | 1001)``, an export file that is not UTF-8, an export
 whose profile record lacks its value (after valid messages and summaries), an export
-path that cannot be written.
+path that cannot be written. Unknown keyword arguments to ``recall``/``forget``/
+``remember``/``context`` (the parameters are spelled out) are Python's TypeError naming
+the argument, and change nothing either.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 from redis_helpers import REDIS_URL, redis_prefix  # noqa: F401  (fixture)
 from server_fixtures import embedder, fast_settings, live_server
 
-from hmem.build import build_llm, build_memory
+from hmem.build import build_llm, build_parts
 from hmem.config import Settings
 from hmem.errors import ConfigError, InvalidInput
 from hmem.memory import Memory
@@ -50,7 +51,7 @@ def _snapshot(mem: Memory, user: str) -> tuple[Any, ...]:
 # -- Memory facade -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad_k", [-1, "3", True, 2.5])
+@pytest.mark.parametrize("bad_k", [-1, "3", True, 2.5, 1001])
 def test_context_rejects_a_bad_k(mem: Memory, bad_k: Any) -> None:
     _seed(mem)
     with pytest.raises(InvalidInput) as info:
@@ -58,19 +59,38 @@ def test_context_rejects_a_bad_k(mem: Memory, bad_k: Any) -> None:
     assert info.value.field == "k"
 
 
-def test_unknown_keyword_arguments_are_invalid_input_and_change_nothing(mem: Memory) -> None:
+def test_unknown_keyword_arguments_are_type_errors_and_change_nothing(mem: Memory) -> None:
     _seed(mem)
     before = _snapshot(mem, "u1")
-    for call in (
-        lambda: mem.recall("u1", "tea", bogus=1),
-        lambda: mem.forget("u1", kind="fact"),  # the filter is `kinds`: a typo must not be ignored or crash
-        lambda: mem.remember("u1", "Likes jazz", colour="blue"),
-        lambda: mem.context("u1", "s1", recall_filters={"kind": "fact"}),
+    for call, name in (
+        (lambda: mem.recall("u1", "tea", bogus=1), "bogus"),  # type: ignore[call-arg]
+        (lambda: mem.forget("u1", kind="fact"), "kind"),  # type: ignore[call-arg]  # the filter is `kinds`
+        (lambda: mem.remember("u1", "Likes jazz", colour="blue"), "colour"),  # type: ignore[call-arg]
+        (lambda: mem.context("u1", "s1", recall_filters={"kind": "fact"}), "recall_filters"),  # type: ignore[call-arg]
     ):
-        with pytest.raises(InvalidInput) as info:
+        with pytest.raises(TypeError, match=name):
             call()
-        assert info.value.field in ("bogus", "kind", "colour"), info.value
     assert _snapshot(mem, "u1") == before
+
+
+def test_context_works_for_every_k_the_api_accepts(mem: Memory, tmp_path: Path) -> None:
+    # context() over-fetched 2*k + len(history) and the recall refused more than 1000:
+    # k=1000 failed with "k must be an integer from 1 to 1000, got 2002", a number never sent.
+    _seed(mem)
+    for i in range(5):
+        mem.remember("u1", f"Visited museum number {i} in Paris", importance=0.4)
+    ctx = mem.context("u1", "s1", query="museum in Paris", k=1000)
+    recalled = [r for r in ctx.report.items if r.tier == "recalled"]
+    assert any("museum" in str(m["content"]) for m in ctx.messages) and len(recalled) >= 5
+    with live_server(fast_settings(tmp_path / "http", api_keys=())) as (url, _), \
+            httpx.Client(base_url=url, timeout=60) as http:
+        http.post("/v1/users/u1/sessions/s1/messages", json={"messages": [{"role": "user", "content": "hi"}]})
+        http.post("/v1/users/u1/items", json={"text": "Visited the Louvre in Paris"})
+        ok = http.post("/v1/users/u1/sessions/s1/context", json={"query": "Louvre", "k": 1000})
+        assert ok.status_code == 200, ok.text
+        assert "Louvre" in json.dumps(ok.json()["messages"])
+        too_many = http.post("/v1/users/u1/sessions/s1/context", json={"query": "Louvre", "k": 1001})
+        assert too_many.status_code == 422 and too_many.json()["error"]["field"].endswith("k")
 
 
 def test_open_with_redis_url_puts_every_tier_in_redis(tmp_path: Path, redis_prefix: Any) -> None:  # noqa: F811
@@ -104,7 +124,7 @@ def test_a_failed_build_leaves_no_file_open(tmp_path: Path) -> None:
     folder = tmp_path / "data"
     settings = Settings.from_env({}, data_dir=str(folder), vectors="http://")  # no host: fails late in the build
     with pytest.raises(ConfigError) as info:
-        build_memory(settings, embedder=embedder())
+        build_parts(settings, embedder=embedder())
     # A caller that keeps the error (a log record, a retry loop) must not keep the SQLite file open.
     assert info.value is not None
     assert _open_fds_under(folder) == []
@@ -121,7 +141,7 @@ def test_summary_model_is_used_for_extraction_too(tmp_path: Path) -> None:
             {}, data_dir=str(tmp_path), vectors="memory", llm_base_url=server.base_url,
             llm_api_key="test", llm_model="big-chat-model", summary_model="cheap-side-model", compaction="off",
         )
-        with build_memory(settings, embedder=embedder()) as memory:
+        with Memory.from_settings(settings, embedder=embedder()) as memory:
             memory.add("u1", "s1", [{"role": "user", "content": "I live in Porto and I work as a nurse."}])
         models = {r.body["model"] for r in server.completion_requests}
     assert models == {"cheap-side-model"}
@@ -140,7 +160,7 @@ def test_llm_timeout_documented_spelling_is_honoured() -> None:
 @pytest.mark.parametrize(("name", "value"), [("summary_cap_tokens", 8), ("max_body_bytes", 100),
                                              ("redis_timeout_s", 0.0), ("llm_timeout_s", -1.0)])
 def test_settings_below_a_components_floor_are_config_errors(name: str, value: Any, tmp_path: Path) -> None:
-    # Before: accepted by Settings, then an InvalidInput from deep inside build_memory (or
+    # Before: accepted by Settings, then an InvalidInput from deep inside the build (or
     # a ConfigError only when the server started).
     with pytest.raises(ConfigError, match=f"HMEM_{name.upper()}"):
         Settings.from_env({}, data_dir=str(tmp_path), **{name: value})

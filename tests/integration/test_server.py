@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from server_fixtures import ADMIN_KEY, client, embedder, fast_settings, live_ser
 
 from hmem.backends.redis.client import connect_redis
 from hmem.backends.redis.sessions import RedisSessionStore
-from hmem.build import build_memory
+from hmem.build import build_parts
 from hmem.memory import Memory
 from hmem.server import ServerOptions
 
@@ -237,7 +238,7 @@ def test_export_jsonl_and_json_agree_and_import_round_trips(http: httpx.Client, 
     assert records[0]["user_id"] == user
     file = tmp_path / "export.jsonl"
     file.write_text(jsonl.text, encoding="utf-8")
-    with build_memory(fast_settings(tmp_path / "other"), embedder=embedder()) as other:
+    with Memory.from_settings(fast_settings(tmp_path / "other"), embedder=embedder()) as other:
         other.import_user(file)
         assert [m.id for m in other.history(user, "s")] == ["m1"]
         assert other.profile.get(user, "pet").value == "cat"  # type: ignore[union-attr]
@@ -288,13 +289,11 @@ def test_health_readiness_and_openapi_need_no_key(server: tuple[str, Memory]) ->
 
 def test_unreachable_redis_is_503_and_readyz_says_which(tmp_path: Path) -> None:
     settings = fast_settings(tmp_path)
-    base = build_memory(settings, embedder=embedder())
+    parts = build_parts(settings, embedder=embedder())
     # a real client pointed at a port where nothing listens: every call fails like a Redis outage
     dead = connect_redis("redis://127.0.0.1:1/0", socket_timeout=0.5, socket_connect_timeout=0.5, retries=0,
                          check=False)
-    broken = Memory(sessions=RedisSessionStore(dead, prefix="hmemtest-dead"), summaries=base.summaries,
-                    profile=base.profile, longterm=base.longterm, compactor=base.compactor, options=base.options,
-                    on_close=[base.close])
+    broken = Memory(replace(parts, sessions=RedisSessionStore(dead, prefix="hmemtest-dead")))
     with live_server(settings, memory=broken) as (url, _), client(url) as http:
         err = _error(_append(http, "alice", "s", {"role": "user", "content": "hi"}), 503, "backend_unavailable")
         assert "unreachable" in err["message"]
@@ -318,9 +317,7 @@ def test_unexpected_error_is_generic_500_and_the_trace_goes_to_the_log(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = fast_settings(tmp_path)
-    base = build_memory(settings, embedder=embedder())
-    mem = _ExplodingMemory(sessions=base.sessions, summaries=base.summaries, profile=base.profile,
-                           longterm=base.longterm, compactor=base.compactor, on_close=[base.close])
+    mem = _ExplodingMemory(build_parts(settings, embedder=embedder()))
     caplog.set_level(logging.ERROR, logger="hmem.server")
     with live_server(settings, memory=mem) as (url, _), client(url) as http:
         err = _error(http.get("/v1/users/alice/sessions/s/messages"), 500, "internal_error")

@@ -1,5 +1,6 @@
 """``hmem serve`` and its safety rules: no API key → loopback only (or an explicit
-``--allow-unauthenticated``), said at start-up; the key syntax ``KEY[:USER_ID]``."""
+``--allow-unauthenticated``), said at start-up; the key syntax ``KEY[:USER_ID]``; no
+password or key of a store URL in the start-up log or a settings error."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 
 from hmem.cli import serve_cmd
 from hmem.cli.main import COMMAND_MODULES
@@ -139,3 +141,32 @@ def test_serve_with_keys_requires_them(tmp_path: Path) -> None:
     assert "hmem server stopped" in out
     assert "no API key" not in out
     assert "2 API key(s), 1 bound to one user" in out
+
+
+@pytest.mark.slow
+def test_serve_start_up_log_masks_store_passwords_and_secret_parameters(tmp_path: Path) -> None:
+    import redis
+
+    # The shared Redis needs no password, so a password in the URL is accepted and unused.
+    url = REDIS_URL.replace("redis://", "redis://:hunter2@", 1) + "?password=hunter2"
+    prefix = new_prefix()
+    proc, _ = _start(tmp_path, {"HMEM_REDIS_URL": url, "HMEM_REDIS_PREFIX": prefix})
+    try:
+        out = _stop(proc)
+    finally:
+        delete_prefix(redis.Redis.from_url(REDIS_URL), prefix)
+    assert "hmem serving" in out and "hunter2" not in out
+    assert "sessions redis://:****@" in out and "?password=****" in out
+
+
+def test_serve_settings_error_does_not_echo_an_unencoded_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HMEM_CONFIG", raising=False)
+    monkeypatch.setenv("HMEM_REDIS_URL", "redis://:hun#ter?2/x@127.0.0.1:6379/0")
+    parser = argparse.ArgumentParser()
+    serve_cmd.register(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--port", "1", "--data", str(tmp_path / "data")])
+    with pytest.raises(ConfigError) as info:
+        args.func(args)
+    assert "ter?2" not in str(info.value) and "hun" not in str(info.value) and "percent-encode" in str(info.value)

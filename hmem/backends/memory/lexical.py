@@ -20,8 +20,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 
-from hmem.errors import ConfigError
-from hmem.longterm.bm25 import Bm25Index, check_bm25_params, check_doc, check_docs, check_search, term_counts
+from hmem.longterm.bm25 import Bm25Index, term_counts
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_index_settings, check_search
 from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize
 from hmem.protocols import ScoredId
 from hmem.types import check_id
@@ -46,10 +46,7 @@ class MemoryLexicalIndex:
         stem: bool = True,
         cjk: CjkMode = DEFAULT_CJK_MODE,
     ) -> None:
-        try:
-            check_bm25_params(k1, b, epsilon)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        check_index_settings(k1, b, epsilon)
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._stem, self._cjk = stem, cjk
         self._users: dict[str, Bm25Index] = {}

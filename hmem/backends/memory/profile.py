@@ -1,8 +1,9 @@
 """In-process profile store: the reference implementation of :class:`hmem.protocols.ProfileStore`.
 
-One lock guards every read-modify-write, so concurrent ``set`` calls from threads
-serialize and each closes exactly the version the previous one opened. Data lives
-only as long as the process.
+What a write does is decided by :mod:`hmem.profile.versioning`; this store only
+keeps the versions. One lock guards every read-plan-persist, so concurrent ``set``
+calls from threads serialize and each closes exactly the version the previous one
+opened. Data lives only as long as the process.
 
 Example::
 
@@ -19,29 +20,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 
-from hmem.errors import CapacityError, InvalidInput
-from hmem.profile.model import (
-    DEFAULT_MAX_KEYS,
-    check_confidence,
-    check_provenance,
-    coerce_value,
-    confirm,
-    normalize_key,
-    same_value,
-    write_time,
-)
+from hmem.profile.model import DEFAULT_MAX_KEYS, check_provenance, normalize_key, sort_for_prompt
+from hmem.profile.versioning import Plan, check_max_keys, check_update, plan_delete, plan_set
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["MemoryProfileStore"]
-
-
-def _check_max_keys(max_keys: object) -> int:
-    if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
-        raise InvalidInput(f"max_keys must be a positive int, got {max_keys!r}", field="max_keys")
-    return max_keys
 
 
 class MemoryProfileStore:
@@ -52,11 +37,25 @@ class MemoryProfileStore:
     """
 
     def __init__(self, *, max_keys: int = DEFAULT_MAX_KEYS, clock: Callable[[], datetime] = utcnow) -> None:
-        self.max_keys = _check_max_keys(max_keys)
+        self.max_keys = check_max_keys(max_keys)
         self._clock = clock
         self._lock = threading.Lock()
         # user_id -> key -> versions, oldest first; the last one is current (maybe a deletion)
         self._data: dict[str, dict[str, list[ProfileEntry]]] = {}
+
+    def _current(self, user_id: str, key: str) -> ProfileEntry | None:
+        versions = self._data.get(user_id, {}).get(key)
+        return versions[-1] if versions else None
+
+    def _persist(self, user_id: str, key: str, plan: Plan) -> None:
+        versions = self._data.setdefault(user_id, {}).setdefault(key, [])
+        if plan.rewrite is not None:
+            versions[-1] = plan.rewrite
+        if plan.append is not None:
+            versions.append(plan.append)
+
+    def _live_keys(self, user_id: str) -> int:
+        return sum(1 for vs in self._data.get(user_id, {}).values() if vs[-1].value is not None)
 
     def set(
         self,
@@ -72,44 +71,23 @@ class MemoryProfileStore:
 
         Setting the value the key already has adds no history row: it refreshes
         ``confirmed_at`` and keeps the higher confidence (provenance stays that of
-        the first statement).
+        the first statement). The rules: :mod:`hmem.profile.versioning`.
         """
-        check_id(user_id, "user_id")
-        norm = normalize_key(key)
-        val = coerce_value(value)
-        conf = check_confidence(confidence)
-        prov = check_provenance(provenance)
+        update = check_update(user_id, key, value, provenance=provenance, confidence=confidence, at=at)
         with self._lock:
-            versions = self._data.get(user_id, {}).get(norm, [])
-            current = versions[-1] if versions else None
-            when = write_time(at, self._clock(), current.valid_from if current else None)
-            if current is not None and same_value(current.value, val):
-                versions[-1] = confirm(current, when, conf)
-                return versions[-1]
-            if current is None or current.value is None:
-                live = sum(1 for vs in self._data.get(user_id, {}).values() if vs[-1].value is not None)
-                if live >= self.max_keys:
-                    raise CapacityError(
-                        f"user {user_id!r} already has {live} profile keys, the cap (max_keys={self.max_keys});"
-                        f" delete a key first or configure a larger max_keys. Key {norm!r} was not stored."
-                    )
-            entry = ProfileEntry(user_id, norm, val, when, None, prov, conf)
-            user = self._data.setdefault(user_id, {})
-            if current is not None:
-                versions[-1] = replace(current, valid_to=when)
-                versions.append(entry)
-            else:
-                user[norm] = [entry]
-            return entry
+            plan = plan_set(
+                self._current(update.user_id, update.key), update, now=self._clock(), max_keys=self.max_keys,
+                live_keys=lambda: self._live_keys(update.user_id),
+            )
+            self._persist(update.user_id, update.key, plan)
+            return plan.result
 
     def get(self, user_id: str, key: str) -> ProfileEntry | None:
         check_id(user_id, "user_id")
         norm = normalize_key(key)
         with self._lock:
-            versions = self._data.get(user_id, {}).get(norm)
-            if not versions or versions[-1].value is None:
-                return None
-            return versions[-1]
+            current = self._current(user_id, norm)
+        return current if current is not None and current.value is not None else None
 
     def delete(self, user_id: str, key: str, *, provenance: Provenance | None = None) -> bool:
         """Remove the current value; history gets a ``value=None`` version. True if
@@ -118,23 +96,18 @@ class MemoryProfileStore:
         norm = normalize_key(key)
         prov = check_provenance(provenance)
         with self._lock:
-            versions = self._data.get(user_id, {}).get(norm)
-            if not versions or versions[-1].value is None:
+            plan = plan_delete(self._current(user_id, norm), prov, now=self._clock())
+            if plan is None:
                 return False
-            current = versions[-1]
-            when = write_time(None, self._clock(), current.valid_from)
-            versions[-1] = replace(current, valid_to=when)
-            versions.append(ProfileEntry(user_id, norm, None, when, None, prov, 1.0))
+            self._persist(user_id, norm, plan)
             return True
 
     def all(self, user_id: str) -> list[ProfileEntry]:
         """Current entries, most recently set or confirmed first (ties by key)."""
         check_id(user_id, "user_id")
         with self._lock:
-            live = [vs[-1] for vs in self._data.get(user_id, {}).values() if vs[-1].value is not None]
-        live.sort(key=lambda e: e.key)
-        live.sort(key=lambda e: e.last_confirmed, reverse=True)
-        return live
+            current = [vs[-1] for vs in self._data.get(user_id, {}).values()]
+        return sort_for_prompt(current)
 
     def history(self, user_id: str, key: str) -> list[ProfileEntry]:
         check_id(user_id, "user_id")

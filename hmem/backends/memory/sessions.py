@@ -25,8 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
+from hmem._time import from_seconds
 from hmem.errors import ConflictError, DuplicateId, InvalidInput
 from hmem.types import Message, SessionInfo, SessionState, check_id
 
@@ -204,7 +204,7 @@ class MemorySessionStore:
             for sid in list(self._users.get(user, ())):
                 session = self._live((user, sid), now)
                 if session is not None:
-                    updated = datetime.fromtimestamp(session.updated_at, UTC)
+                    updated = from_seconds(session.updated_at)
                     infos.append(SessionInfo(sid, len(session.messages), session.version, updated))
         infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
         return infos

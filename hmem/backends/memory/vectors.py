@@ -29,7 +29,15 @@ from hmem.errors import InvalidInput
 from hmem.protocols import ScoredId
 from hmem.types import check_id
 
-__all__ = ["MemoryVectorIndex", "check_k", "check_vectors", "check_where", "where_matches"]
+__all__ = [
+    "MemoryVectorIndex",
+    "check_k",
+    "check_query",
+    "check_query_ids",
+    "check_vectors",
+    "check_where",
+    "where_matches",
+]
 
 _SCALAR_OPS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"})
 _LIST_OPS = frozenset({"$in", "$nin"})
@@ -165,6 +173,25 @@ def check_query_vector(vector: Sequence[float]) -> NDArray[np.float32]:
     return (vec / norm).astype(np.float32)
 
 
+def check_query(
+    user_id: object, vector: Sequence[float], k: object, where: Mapping[str, Any] | None
+) -> tuple[NDArray[np.float32], dict[str, dict[str, Any]]]:
+    """Validate the arguments of ``VectorIndex.query`` (every backend): the unit query
+    vector and the canonical ``where``."""
+    check_id(user_id, "user_id")
+    check_k(k)
+    return check_query_vector(vector), check_where(where)
+
+
+def check_query_ids(
+    user_id: object, vector: Sequence[float], k: object, ids: Collection[str]
+) -> tuple[NDArray[np.float32], list[str]]:
+    """Validate the arguments of ``query_ids``: the unit query vector and the ids, sorted."""
+    check_id(user_id, "user_id")
+    check_k(k)
+    return check_query_vector(vector), check_ids(sorted(ids))
+
+
 class _UserVectors:
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -206,10 +233,7 @@ class MemoryVectorIndex:
     def query(
         self, user_id: str, vector: Sequence[float], k: int, where: Mapping[str, Any] | None = None
     ) -> list[ScoredId]:
-        check_id(user_id, "user_id")
-        check_k(k)
-        vec = check_query_vector(vector)
-        cond = check_where(where)
+        vec, cond = check_query(user_id, vector, k, where)
         with self._lock:
             user = self._users.get(user_id)
             if user is None or not user.rows:
@@ -235,10 +259,7 @@ class MemoryVectorIndex:
 
     def query_ids(self, user_id: str, vector: Sequence[float], k: int, ids: Collection[str]) -> list[ScoredId]:
         """:meth:`query` restricted to ``ids`` (the allowed set of a filtered recall)."""
-        check_id(user_id, "user_id")
-        check_k(k)
-        vec = check_query_vector(vector)
-        wanted = check_ids(sorted(ids))
+        vec, wanted = check_query_ids(user_id, vector, k, ids)
         with self._lock:
             user = self._users.get(user_id)
             if user is None:

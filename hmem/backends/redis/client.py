@@ -7,8 +7,11 @@ not run or its outcome is unknown; hmem's Lua writes are idempotent, so a resend
 cannot double a write). A timed-out command is not retried, so a hung server
 costs at most one ``socket_timeout`` per call instead of several.
 
-:func:`redis_errors` turns every redis-py failure into
-:class:`hmem.errors.BackendUnavailable` with the masked URL and what to do.
+:func:`redis_errors` turns every redis-py failure into an hmem error naming the
+masked URL and what to do: :class:`~hmem.errors.BackendUnavailable` when the server
+cannot be reached or refuses a command, :class:`~hmem.errors.ConfigError` when it
+refuses the credentials (a wrong password or ACL is a settings problem: retrying or
+falling back to in-process stores would only hide it).
 
 Example::
 
@@ -19,42 +22,43 @@ Example::
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import BackendUnavailable, ConfigError
 
-__all__ = ["DEFAULT_PREFIX", "client_label", "connect_redis", "mask_url", "redis_errors", "warn_fallback"]
+__all__ = [
+    "DEFAULT_PREFIX",
+    "as_str",
+    "client_label",
+    "connect_redis",
+    "mask_url",
+    "redis_errors",
+    "ttl_ms",
+    "warn_fallback",
+]
 
 log = logging.getLogger("hmem.redis")
 
 #: Every hmem key starts with this (see docs/redis.md for the layout).
 DEFAULT_PREFIX = "hmem"
 
-_PASSWORD_QUERY = re.compile(r"(?i)(password=)[^&]*")
+
+def as_str(value: Any) -> str:
+    """A reply as ``str``: clients made by :func:`connect_redis` return ``bytes``."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def mask_url(url: str) -> str:
-    """``url`` with any password replaced by ``****`` (safe for logs and errors)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable redis url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        # redis://secret@host: redis-py reads a lone userinfo as the password, so mask it too
-        netloc = f"{user}:****@{hostport}" if sep else f"****@{hostport}"
-    query = _PASSWORD_QUERY.sub(r"\1****", parts.query)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+def ttl_ms(ttl_seconds: float | None) -> int:
+    """A checked TTL (``None`` = never expire) as the ``PEXPIRE`` milliseconds the
+    Lua scripts take, ``0`` meaning "no expiry"; never rounds a short TTL down to 0."""
+    return 0 if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
 
 
 def client_label(client: redis.Redis) -> str:
@@ -86,8 +90,13 @@ def connect_redis(
     """
     if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
         raise ConfigError(
-            f"Redis URL must start with redis://, rediss:// or unix://, got {mask_url(str(url))!r} "
+            f"Redis URL must start with redis://, rediss:// or unix://, got {mask_url(url)!r} "
             "(example: redis://127.0.0.1:6379/0)"
+        )
+    if has_unencoded_userinfo(url):
+        raise ConfigError(
+            f"the Redis URL {mask_url(url)!r} has a '/', '?' or '#' in its user name or password; "
+            "percent-encode it (urllib.parse.quote(password, safe='')), e.g. '#' as %23"
         )
     retry = Retry(
         ExponentialWithJitterBackoff(base=0.02, cap=0.25),
@@ -118,6 +127,18 @@ def redis_errors(label: str) -> Iterator[None]:
     """Re-raise redis-py failures as :class:`BackendUnavailable` naming ``label``."""
     try:
         yield
+    except redis.exceptions.AuthenticationError as exc:  # before ConnectionError: it is a subclass
+        raise ConfigError(
+            f"Redis at {label} refused the credentials ({exc}). Check the password (and the user name, for an "
+            "ACL user) in the Redis URL of the hmem settings, e.g. redis://:PASSWORD@host:6379/0 "
+            "(percent-encode special characters). Nothing was written."
+        ) from exc
+    except redis.exceptions.NoPermissionError as exc:
+        raise ConfigError(
+            f"Redis at {label} denied a command to this user ({exc}). Grant the ACL user hmem connects as its "
+            "keys and commands (e.g. ACL SETUSER <user> ~hmem:* +@read +@write +@scripting +@connection), "
+            "or put another user in the Redis URL."
+        ) from exc
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
         raise BackendUnavailable(
             f"Redis at {label} is unreachable ({exc.__class__.__name__}: {exc}). Start it or fix the Redis URL "
@@ -126,8 +147,6 @@ def redis_errors(label: str) -> Iterator[None]:
             "To run without Redis, choose the sqlite backend (HMEM_SESSIONS=sqlite …) or enable the in-process "
             "fallback explicitly (HMEM_REDIS_FALLBACK_TO_MEMORY=true; it loses data on restart)."
         ) from exc
-    except redis.exceptions.AuthenticationError as exc:  # pragma: no cover - subclass of ConnectionError today
-        raise BackendUnavailable(f"Redis at {label} rejected the credentials: {exc}. Check the password.") from exc
     except redis.exceptions.ResponseError as exc:
         raise BackendUnavailable(
             f"Redis at {label} refused a command ({exc}). hmem needs Redis >= 6.2 with Lua scripting enabled."

@@ -37,12 +37,12 @@ import json
 import secrets
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime, timedelta
 
 import redis
 
+from hmem._time import from_micros, to_micros
 from hmem.backends.memory.items import check_ids, validate_item
-from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, redis_errors
+from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import ConfigError
 from hmem.longterm.dedup import dedup_key
@@ -57,7 +57,6 @@ CHANGE_LOG_KEEP = 10_000
 
 _SEP = "\x1f"  # ids, kinds and dedup keys never contain control characters
 _CHUNK = 1000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Shared by the writes. KEYS: items, ix, dedup, src, gen, log.
 _COMMON = """
@@ -129,16 +128,10 @@ return n
 """
 
 
-def _us(dt: datetime) -> int:
-    # Integer microseconds round-trip exactly; float epoch seconds would not.
-    delta = dt.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
 def _encode(it: MemoryItem) -> str:
     return json.dumps(
-        {"id": it.id, "t": it.text, "k": it.kind, "i": float(it.importance), "c": _us(it.created_at),
-         "u": _us(it.updated_at), "s": it.session_id, "src": it.source_message_id, "sp": it.speaker,
+        {"id": it.id, "t": it.text, "k": it.kind, "i": float(it.importance), "c": to_micros(it.created_at),
+         "u": to_micros(it.updated_at), "s": it.session_id, "src": it.source_message_id, "sp": it.speaker,
          "m": dict(it.metadata)},
         ensure_ascii=False, separators=(",", ":"),
     )
@@ -148,13 +141,10 @@ def _decode(user_id: str, raw: bytes | str) -> MemoryItem:
     d = json.loads(raw)
     return MemoryItem(
         id=d["id"], user_id=user_id, text=d["t"], kind=d["k"], importance=d["i"],
-        created_at=_EPOCH + timedelta(microseconds=d["c"]), updated_at=_EPOCH + timedelta(microseconds=d["u"]),
+        created_at=from_micros(d["c"]), updated_at=from_micros(d["u"]),
         session_id=d["s"], source_message_id=d["src"], speaker=d["sp"], metadata=d["m"],
     )
 
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def _prefix_range(prefix: str) -> tuple[bytes, bytes]:
@@ -273,7 +263,7 @@ class RedisItemStore:
             for value in wanted:
                 pipe.zrangebylex(key, *_prefix_range(value + _SEP))
             replies = pipe.execute()
-        return {_text(m).rsplit(_SEP, 1)[1] for members in replies for m in members}
+        return {as_str(m).rsplit(_SEP, 1)[1] for members in replies for m in members}
 
     def find(self, user_id: str, flt: ItemFilter | None = None, *, limit: int | None = None) -> list[MemoryItem]:
         user = check_id(user_id, "user_id")
@@ -287,7 +277,7 @@ class RedisItemStore:
         flt = flt or ItemFilter()
         if flt.is_empty:
             with redis_errors(self._label):
-                return {_text(i) for i in self._client.hkeys(self._keys.items(user))}
+                return {as_str(i) for i in self._client.hkeys(self._keys.items(user))}
         rest = (flt.session_id, flt.since, flt.until, flt.metadata)
         if all(v is None for v in rest):
             indexed, exact = self._indexed_ids(user, flt)
@@ -300,7 +290,7 @@ class RedisItemStore:
         low, high = _prefix_range(_SEP.join((kind, dedup_key(text), "")))
         with redis_errors(self._label):
             members = self._client.zrangebylex(self._keys.item_dedup(user), low, high, start=0, num=8)
-        ids = [_text(m).rsplit(_SEP, 1)[1] for m in members]
+        ids = [as_str(m).rsplit(_SEP, 1)[1] for m in members]
         found = self._fetch(user, ids)  # an item deleted meanwhile is simply absent
         return found[0] if found else None
 
@@ -363,4 +353,4 @@ class RedisItemStore:
         current, base = int(raw_gen), int(raw_base)
         if not base <= generation <= current:
             return None
-        return current, {_text(m).split(":", 1)[1] for m in members}
+        return current, {as_str(m).split(":", 1)[1] for m in members}

@@ -8,7 +8,9 @@ indexes (:func:`hmem.longterm.index_text.lexical_text`). Before every query the 
 **generation** is read (one round trip): equal to the cache's → the cache is current;
 different and still covered by the store's change log → only the changed items are
 re-read and re-indexed; otherwise (first query, log pruned, ``delete_user``) → the user
-is rebuilt from a consistent snapshot (O(user's items)).
+is rebuilt from a consistent snapshot (O(user's items)). That cache is
+:class:`~hmem.backends._lexical_cache.LexicalCache`, the same one the SQLite index uses;
+this class only reads the item store.
 
 Why this is never silently stale: the store moves the generation *in the same atomic
 write* that changes the items, and LongTermStore writes the item store before any
@@ -31,21 +33,13 @@ Example::
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from hmem.longterm.bm25 import (
-    Bm25Index,
-    check_cached_index_settings,
-    check_doc,
-    check_docs,
-    check_search,
-    term_counts,
-)
+from hmem.backends._lexical_cache import Counts, LexicalCache, Row
+from hmem.longterm.bm25 import Bm25Index, term_counts
 from hmem.longterm.index_text import lexical_text
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_search
 from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize
 from hmem.protocols import ScoredId
 from hmem.types import MemoryItem, check_id
@@ -64,12 +58,6 @@ class ItemChangeFeed(Protocol):
     def changes_since(self, user_id: str, generation: int) -> tuple[int, set[str]] | None: ...
 
     def get(self, user_id: str, ids: Sequence[str]) -> dict[str, MemoryItem]: ...
-
-
-@dataclass
-class _Cached:
-    index: Bm25Index
-    gen: int
 
 
 class SharedLexicalIndex:
@@ -93,17 +81,21 @@ class SharedLexicalIndex:
         cjk: CjkMode = DEFAULT_CJK_MODE,
         max_cached_users: int = 64,
     ) -> None:
-        check_cached_index_settings(k1, b, epsilon, max_cached_users)
+        self._cache = LexicalCache(k1, b, epsilon, max_users=max_cached_users)
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._items = items
         self._text_of = text_of
         self._stem, self._cjk = stem, cjk
-        self._max_cached = max_cached_users
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
-        self._lock = threading.RLock()
-        #: Counters for tests and monitoring: full rebuilds and incremental catch-ups.
-        self.rebuilds = 0
-        self.catch_ups = 0
+
+    @property
+    def rebuilds(self) -> int:
+        """Full rebuilds of a user from the item store so far (tests, monitoring)."""
+        return self._cache.rebuilds
+
+    @property
+    def catch_ups(self) -> int:
+        """Incremental catch-ups from the store's change log so far."""
+        return self._cache.catch_ups
 
     def _counts(self, text: str) -> dict[str, int]:
         return term_counts(tokenize(text, stem=self._stem, cjk=self._cjk))
@@ -113,33 +105,21 @@ class SharedLexicalIndex:
     def add(self, user_id: str, doc_id: str, text: str) -> None:
         """Index ``text`` as ``doc_id`` in this instance's cache (if the user is cached)."""
         uid, did, txt = check_doc(user_id, doc_id, text)
-        self._apply(uid, [(did, self._counts(txt))])
+        self._cache.apply(uid, [(did, self._counts(txt))])
 
     def add_many(self, user_id: str, docs: Iterable[tuple[str, str]]) -> None:
         """Index a batch of (doc_id, text) in this instance's cache (all validated first)."""
         uid, pairs = check_docs(user_id, docs)
-        self._apply(uid, [(did, self._counts(txt)) for did, txt in pairs])
-
-    def _apply(self, user_id: str, docs: Sequence[tuple[str, dict[str, int]]]) -> None:
-        with self._lock:
-            cached = self._cache.get(user_id)
-            if cached is not None:  # an uncached user is built from the store on its next query
-                for doc_id, counts in docs:
-                    cached.index.add(doc_id, counts)
+        self._cache.apply(uid, [(did, self._counts(txt)) for did, txt in pairs])
 
     def remove(self, user_id: str, doc_id: str) -> None:
         """Drop ``doc_id`` from this instance's cache (no-op when absent)."""
         uid, did = check_id(user_id, "user_id"), check_id(doc_id, "doc_id")
-        with self._lock:
-            cached = self._cache.get(uid)
-            if cached is not None:
-                cached.index.remove(did)
+        self._cache.apply(uid, [(did, None)])
 
     def delete_user(self, user_id: str) -> None:
         """Drop the user's cache (the next query rebuilds it from the item store)."""
-        uid = check_id(user_id, "user_id")
-        with self._lock:
-            self._cache.pop(uid, None)
+        self._cache.drop(check_id(user_id, "user_id"))
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -150,55 +130,33 @@ class SharedLexicalIndex:
         terms = tokenize(q, stem=self._stem, cjk=self._cjk)
         if not terms:
             return []
-        with self._lock:
+        with self._cache.lock:
             index = self._current(uid)
             return [ScoredId(doc_id, score) for doc_id, score in index.top_k(terms, k, allowed)]
 
     def count(self, user_id: str) -> int:
         """How many documents the user has (after catching up with the store)."""
         uid = check_id(user_id, "user_id")
-        with self._lock:
+        with self._cache.lock:
             return len(self._current(uid))
 
     def cached_users(self) -> list[str]:
         """Users whose index is in memory, least recently used first."""
-        with self._lock:
-            return list(self._cache)
+        return self._cache.users()
 
     def _current(self, user_id: str) -> Bm25Index:
-        gen = self._items.generation(user_id)
-        cached = self._cache.get(user_id)
-        if cached is None or cached.gen != gen:
-            changes = None if cached is None else self._items.changes_since(user_id, cached.gen)
-            if cached is not None and changes is not None:
-                self._catch_up(user_id, cached, *changes)
-            else:
-                cached = self._rebuild(user_id)
-        self._cache.move_to_end(user_id)
-        while len(self._cache) > self._max_cached:
-            self._cache.popitem(last=False)
-        return cached.index
+        def fetch(ids: list[str]) -> dict[str, Counts]:
+            return {doc_id: self._counts(self._text_of(it)) for doc_id, it in self._items.get(user_id, ids).items()}
 
-    def _rebuild(self, user_id: str) -> _Cached:
-        gen, items = self._items.snapshot(user_id)
-        rows = []
-        for it in items:
-            counts = self._counts(self._text_of(it))
-            rows.append((it.id, list(counts), list(counts.values())))
-        cached = _Cached(Bm25Index.from_docs(rows, self.k1, self.b, self.epsilon), gen)
-        self._cache[user_id] = cached
-        self.rebuilds += 1
-        return cached
+        def load() -> tuple[int, list[Row]]:
+            gen, items = self._items.snapshot(user_id)
+            rows: list[Row] = []
+            for it in items:
+                counts = self._counts(self._text_of(it))
+                rows.append((it.id, list(counts), list(counts.values())))
+            return gen, rows
 
-    def _catch_up(self, user_id: str, cached: _Cached, gen: int, changed: set[str]) -> None:
-        # Items read here may be newer than ``gen``: re-indexing them again on the next
-        # catch-up is harmless, and nothing older than ``gen`` can be missed.
-        current = self._items.get(user_id, sorted(changed))
-        for doc_id in changed:
-            item = current.get(doc_id)
-            if item is None:
-                cached.index.remove(doc_id)
-            else:
-                cached.index.add(doc_id, self._counts(self._text_of(item)))
-        cached.gen = gen
-        self.catch_ups += 1
+        return self._cache.index(
+            user_id, self._items.generation(user_id),
+            changes=lambda since: self._items.changes_since(user_id, since), fetch=fetch, load=load,
+        )

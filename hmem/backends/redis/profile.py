@@ -5,11 +5,10 @@ of the key's newest version (a deletion has ``"v": null``), and
 ``<prefix>:{<user>}:p:h:<key>`` a LIST of every version of that key as JSON,
 oldest first (its last element equals the ``cur`` field).
 
-A write reads the current version, applies the shared rules of
-:mod:`hmem.profile.model` (normalization, ``write_time`` clamping, re-confirmation,
-the key cap) in Python and commits with ``WATCH``/``MULTI``/``EXEC`` on the
-user's ``cur`` hash; if another writer touched the user's profile meanwhile, it
-re-reads and re-applies. So the behaviour is exactly that of
+A write reads the current version, asks :mod:`hmem.profile.versioning` for the plan
+(``write_time`` clamping, re-confirmation, the key cap) and commits it with
+``WATCH``/``MULTI``/``EXEC`` on the user's ``cur`` hash; if another writer touched the
+user's profile meanwhile, it re-reads and re-plans. So the behaviour is exactly that of
 :class:`hmem.backends.memory.profile.MemoryProfileStore`, atomic across instances.
 A write whose reply was lost is not blindly resent (redis-py never retries a
 ``WATCH``ed transaction); a caller's retry finds its value current and only
@@ -25,42 +24,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime
 
 import redis
 
-from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, redis_errors
+from hmem._time import from_micros, to_micros
+from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors
 from hmem.backends.redis.keys import KeySpace
-from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
+from hmem.errors import BackendUnavailable
 from hmem.profile.model import (
     DEFAULT_MAX_KEYS,
-    check_confidence,
     check_provenance,
-    coerce_value,
-    confirm,
     decode_value,
     encode_value,
     normalize_key,
-    same_value,
-    write_time,
+    sort_for_prompt,
 )
+from hmem.profile.versioning import Plan, check_max_keys, check_update, plan_delete, plan_set
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["RedisProfileStore"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
 _MAX_ATTEMPTS = 50  # optimistic retries under contention on one user's profile
 
 
 def _to_us(dt: datetime | None) -> int | None:
-    return None if dt is None else (dt - _EPOCH) // _US
+    return None if dt is None else to_micros(dt)
 
 
 def _from_us(us: int | None) -> datetime | None:
-    return None if us is None else _EPOCH + us * _US
+    return None if us is None else from_micros(us)
 
 
 def _encode(entry: ProfileEntry) -> str:
@@ -96,10 +89,6 @@ def _decode(user_id: str, key: str, raw: str | bytes) -> ProfileEntry:
     )
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class RedisProfileStore:
     """Profile facts in Redis under ``prefix``; ``max_keys`` caps live keys per user
     (checked inside the transaction); ``clock`` supplies "now" (clock skew between
@@ -113,29 +102,36 @@ class RedisProfileStore:
         max_keys: int = DEFAULT_MAX_KEYS,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
-            raise InvalidInput(f"max_keys must be a positive int, got {max_keys!r}", field="max_keys")
-        self.max_keys = max_keys
+        self.max_keys = check_max_keys(max_keys)
         self._client = client
         self._keys = KeySpace(prefix)
         self._clock = clock
         self._label = client_label(client)
 
-    def _transact(self, user_id: str, key: str, plan: Callable[[ProfileEntry | None, redis.client.Pipeline], Any]) -> Any:
-        """Run ``plan(current, pipe)`` under WATCH of the user's ``cur`` hash; ``plan``
-        queues its writes after ``pipe.multi()``; retried when another writer won."""
-        cur_key = self._keys.profile_current(user_id)
+    def _transact(
+        self, user_id: str, key: str, decide: Callable[[ProfileEntry | None, redis.client.Pipeline], Plan | None]
+    ) -> Plan | None:
+        """Read the key's current version under WATCH of the user's ``cur`` hash, let
+        ``decide(current, pipe)`` plan the write (reads only), and persist the plan in
+        MULTI/EXEC; retried from the read when another writer won."""
+        cur_key, hist_key = self._keys.profile_current(user_id), self._keys.profile_history(user_id, key)
         with redis_errors(self._label):
             for _ in range(_MAX_ATTEMPTS):
                 with self._client.pipeline(transaction=True) as pipe:
                     try:
                         pipe.watch(cur_key)  # type: ignore[no-untyped-call]
                         raw = pipe.hget(cur_key, key)
-                        current = None if raw is None else _decode(user_id, key, raw)
-                        result = plan(current, pipe)
-                        if pipe.command_stack:
-                            pipe.execute()
-                        return result
+                        plan = decide(None if raw is None else _decode(user_id, key, raw), pipe)
+                        if plan is None:
+                            return None
+                        pipe.multi()
+                        if plan.rewrite is not None:
+                            pipe.lset(hist_key, -1, _encode(plan.rewrite))
+                        if plan.append is not None:
+                            pipe.rpush(hist_key, _encode(plan.append))
+                        pipe.hset(cur_key, key, _encode(plan.result))
+                        pipe.execute()
+                        return plan
                     except redis.exceptions.WatchError:
                         continue
         raise BackendUnavailable(
@@ -154,38 +150,18 @@ class RedisProfileStore:
     ) -> ProfileEntry:
         """Make ``value`` the current value of ``key`` (rules as
         :meth:`hmem.backends.memory.profile.MemoryProfileStore.set`)."""
-        check_id(user_id, "user_id")
-        norm = normalize_key(key)
-        val = coerce_value(value)
-        conf = check_confidence(confidence)
-        prov = check_provenance(provenance)
-        cur_key, hist_key = self._keys.profile_current(user_id), self._keys.profile_history(user_id, norm)
+        update = check_update(user_id, key, value, provenance=provenance, confidence=confidence, at=at)
+        cur_key = self._keys.profile_current(update.user_id)
 
-        def plan(current: ProfileEntry | None, pipe: redis.client.Pipeline) -> ProfileEntry:
-            when = write_time(at, self._clock(), current.valid_from if current else None)
-            if current is not None and same_value(current.value, val):
-                entry = confirm(current, when, conf)
-                pipe.multi()
-                pipe.hset(cur_key, norm, _encode(entry))
-                pipe.lset(hist_key, -1, _encode(entry))
-                return entry
-            if current is None or current.value is None:
-                live = sum(1 for raw in pipe.hvals(cur_key) if json.loads(raw)["v"] is not None)
-                if live >= self.max_keys:
-                    raise CapacityError(
-                        f"user {user_id!r} already has {live} profile keys, the cap (max_keys={self.max_keys});"
-                        f" delete a key first or configure a larger max_keys. Key {norm!r} was not stored."
-                    )
-            entry = ProfileEntry(user_id, norm, val, when, None, prov, conf)
-            pipe.multi()
-            if current is not None:
-                pipe.lset(hist_key, -1, _encode(replace(current, valid_to=when)))
-            pipe.rpush(hist_key, _encode(entry))
-            pipe.hset(cur_key, norm, _encode(entry))
-            return entry
+        def decide(current: ProfileEntry | None, pipe: redis.client.Pipeline) -> Plan:
+            def live_keys() -> int:
+                return sum(1 for raw in pipe.hvals(cur_key) if json.loads(raw)["v"] is not None)
 
-        result: ProfileEntry = self._transact(user_id, norm, plan)
-        return result
+            return plan_set(current, update, now=self._clock(), max_keys=self.max_keys, live_keys=live_keys)
+
+        plan = self._transact(update.user_id, update.key, decide)
+        assert plan is not None
+        return plan.result
 
     def get(self, user_id: str, key: str) -> ProfileEntry | None:
         check_id(user_id, "user_id")
@@ -201,32 +177,15 @@ class RedisProfileStore:
         check_id(user_id, "user_id")
         norm = normalize_key(key)
         prov = check_provenance(provenance)
-        cur_key, hist_key = self._keys.profile_current(user_id), self._keys.profile_history(user_id, norm)
-
-        def plan(current: ProfileEntry | None, pipe: redis.client.Pipeline) -> bool:
-            if current is None or current.value is None:
-                return False
-            when = write_time(None, self._clock(), current.valid_from)
-            tombstone = ProfileEntry(user_id, norm, None, when, None, prov, 1.0)
-            pipe.multi()
-            pipe.lset(hist_key, -1, _encode(replace(current, valid_to=when)))
-            pipe.rpush(hist_key, _encode(tombstone))
-            pipe.hset(cur_key, norm, _encode(tombstone))
-            return True
-
-        result: bool = self._transact(user_id, norm, plan)
-        return result
+        plan = self._transact(user_id, norm, lambda current, _pipe: plan_delete(current, prov, now=self._clock()))
+        return plan is not None
 
     def all(self, user_id: str) -> list[ProfileEntry]:
         """Current entries, most recently set or confirmed first (ties by key)."""
         check_id(user_id, "user_id")
         with redis_errors(self._label):
             raw = self._client.hgetall(self._keys.profile_current(user_id))
-        entries = [_decode(user_id, _text(k), v) for k, v in raw.items()]
-        live = [e for e in entries if e.value is not None]
-        live.sort(key=lambda e: e.key)
-        live.sort(key=lambda e: e.last_confirmed, reverse=True)
-        return live
+        return sort_for_prompt(_decode(user_id, as_str(k), v) for k, v in raw.items())
 
     def history(self, user_id: str, key: str) -> list[ProfileEntry]:
         check_id(user_id, "user_id")
@@ -245,7 +204,7 @@ class RedisProfileStore:
                 with self._client.pipeline(transaction=True) as pipe:
                     try:
                         pipe.watch(cur_key)  # type: ignore[no-untyped-call]
-                        keys = [_text(k) for k in pipe.hkeys(cur_key)]
+                        keys = [as_str(k) for k in pipe.hkeys(cur_key)]
                         pipe.multi()
                         pipe.delete(cur_key, *[self._keys.profile_history(user_id, k) for k in keys])
                         pipe.execute()

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import redis
 
+from hmem._time import from_seconds
 from hmem.backends.memory.sessions import check_batch, check_last_n, check_ttl, check_version
-from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, connect_redis, redis_errors
+from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, connect_redis, redis_errors, ttl_ms
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import ConflictError, DuplicateId
 from hmem.types import Message, SessionInfo, SessionState, check_id
@@ -117,9 +117,6 @@ return 0
 """
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
 
 class RedisSessionStore:
     """Sessions in Redis under ``prefix`` (default ``"hmem"``).
@@ -133,8 +130,7 @@ class RedisSessionStore:
     def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
         self._client = client
         self._keys = KeySpace(prefix)
-        ttl = check_ttl(ttl_seconds)
-        self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))
         self._label = client_label(client)
         self._owns_client = False
         self._append = client.register_script(_APPEND)
@@ -166,9 +162,9 @@ class RedisSessionStore:
             args += [message.id, message.to_json()]
         with redis_errors(self._label):
             status, value = self._append(keys=self._session_keys(user, session), args=args)
-        if _text(status) == "DUP":
+        if as_str(status) == "DUP":
             raise DuplicateId(
-                f"message id {_text(value)!r} already exists in session {session!r}; nothing was appended",
+                f"message id {as_str(value)!r} already exists in session {session!r}; nothing was appended",
                 field="messages.id",
             )
         return int(value)
@@ -197,7 +193,7 @@ class RedisSessionStore:
             args += [message.id, message.to_json()]
         with redis_errors(self._label):
             status, value = self._replace(keys=self._session_keys(user, session), args=args)
-        if _text(status) == "CONFLICT":
+        if as_str(status) == "CONFLICT":
             raise ConflictError(
                 f"session {session!r} is at version {int(value)}, not {expected}: reload it and retry",
                 expected=expected,
@@ -214,7 +210,7 @@ class RedisSessionStore:
         user = check_id(user_id, "user_id")
         index = self._keys.session_index(user)
         with redis_errors(self._label):
-            members = [_text(m) for m in self._client.zrevrange(index, 0, -1)]
+            members = [as_str(m) for m in self._client.zrevrange(index, 0, -1)]
             if not members:
                 return []
             pipe = self._client.pipeline(transaction=False)
@@ -230,7 +226,7 @@ class RedisSessionStore:
                 if version is None:  # expired (TTL) or deleted meanwhile: drop the index entry lazily
                     gone.append(session)
                     continue
-                updated = datetime.fromtimestamp(float(_text(stamp)), UTC)
+                updated = from_seconds(float(as_str(stamp)))
                 infos.append(SessionInfo(session, int(replies[2 * i + 1]), int(version), updated))
             if gone:
                 metas = [self._keys.session_meta(user, session) for session in gone]

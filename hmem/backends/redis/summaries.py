@@ -15,13 +15,13 @@ Example::
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, cast
+from typing import cast
 
 import redis
 
 from hmem.backends.memory.sessions import check_ttl
 from hmem.backends.memory.summaries import check_expected_watermark, check_summary
-from hmem.backends.redis.client import DEFAULT_PREFIX, client_label, redis_errors
+from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors, ttl_ms
 from hmem.backends.redis.keys import KeySpace
 from hmem.types import SessionSummary, SummaryMethod, check_id
 
@@ -46,9 +46,6 @@ return 1
 """
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
 
 class RedisSummaryStore:
     """Session summaries in Redis under ``prefix``; ``ttl_seconds`` (off by default)
@@ -57,8 +54,7 @@ class RedisSummaryStore:
     def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
         self._client = client
         self._keys = KeySpace(prefix)
-        ttl = check_ttl(ttl_seconds)
-        self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))
         self._label = client_label(client)
         self._put = client.register_script(_PUT)
 
@@ -68,7 +64,7 @@ class RedisSummaryStore:
             raw = self._client.hgetall(self._keys.summary(user, session))
         if not raw:
             return None
-        fields = {_text(k): _text(v) for k, v in raw.items()}
+        fields = {as_str(k): as_str(v) for k, v in raw.items()}
         return SessionSummary(
             user_id=user,
             session_id=session,

@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
+from hmem._time import from_micros, to_micros
 from hmem.backends.memory.items import check_ids, validate_item
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.longterm.dedup import dedup_key
@@ -55,22 +55,10 @@ _COLS = "user_id, id, kind, text, importance, created_us, updated_us, session_id
 _CHUNK = 500  # stays under SQLite's host-parameter limit
 
 
-def _us(dt: datetime) -> int:
-    # Integer microseconds round-trip exactly; float epoch seconds would not.
-    delta = dt.astimezone(UTC) - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _dt(us: int) -> datetime:
-    from datetime import timedelta
-
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)
-
-
 def _row_to_item(row: Sequence[Any]) -> MemoryItem:
     return MemoryItem(
         user_id=row[0], id=row[1], kind=row[2], text=row[3], importance=row[4],
-        created_at=_dt(row[5]), updated_at=_dt(row[6]), session_id=row[7],
+        created_at=from_micros(row[5]), updated_at=from_micros(row[6]), session_id=row[7],
         source_message_id=row[8], speaker=row[9], metadata=json.loads(row[10]),
     )
 
@@ -95,7 +83,7 @@ class SqliteItemStore:
         rows = [
             (
                 it.user_id, it.id, it.kind, it.text, dedup_key(it.text), float(it.importance),
-                _us(it.created_at), _us(it.updated_at), it.session_id, it.source_message_id, it.speaker,
+                to_micros(it.created_at), to_micros(it.updated_at), it.session_id, it.source_message_id, it.speaker,
                 json.dumps(dict(it.metadata), ensure_ascii=False, sort_keys=True),
             )
             for it in checked
@@ -135,10 +123,10 @@ class SqliteItemStore:
             args.append(flt.session_id)
         if flt.since is not None:
             clauses.append("created_us >= ?")
-            args.append(_us(flt.since))
+            args.append(to_micros(flt.since))
         if flt.until is not None:
             clauses.append("created_us <= ?")
-            args.append(_us(flt.until))
+            args.append(to_micros(flt.until))
         return " AND ".join(clauses), args
 
     def _select(self, conn: sqlite3.Connection, cols: str, user_id: str, flt: ItemFilter) -> list[Any]:

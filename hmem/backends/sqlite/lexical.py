@@ -16,10 +16,11 @@ Tables (all prefixed ``lex_``; see docs/lexical.md):
     the tokenizer signature the stored terms were made with.
 
 Queries run on an in-memory :class:`~hmem.longterm.bm25.Bm25Index` per user, loaded on
-the user's first query and kept in an LRU of ``max_cached_users``. Before every
-query the user's ``gen`` is read (one primary-key lookup): equal to the cache's →
-the cache is current; larger and still covered by the change log → only the
-changed documents are re-read; otherwise → the user is reloaded. Writes through
+the user's first query and kept in an LRU of ``max_cached_users``
+(:class:`~hmem.backends._lexical_cache.LexicalCache`, shared with the Redis-backed
+index). Before every query the user's ``gen`` is read (one primary-key lookup):
+equal to the cache's → the cache is current; larger and still covered by the change
+log → only the changed documents are re-read; otherwise → the user is reloaded. Writes through
 this object update its cache in place. So any number of processes or app instances
 sharing the file see each other's writes on their next query.
 
@@ -36,24 +37,16 @@ Example::
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
+from hmem.backends._lexical_cache import Counts, LexicalCache, Row
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import ConfigError
-from hmem.longterm.bm25 import (
-    Bm25Index,
-    check_cached_index_settings,
-    check_doc,
-    check_docs,
-    check_search,
-    term_counts,
-)
+from hmem.longterm.bm25 import Bm25Index, term_counts
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_search
 from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize, tokenizer_signature
 from hmem.protocols import ScoredId
 from hmem.types import check_id
@@ -83,12 +76,6 @@ def _split_terms(joined: str) -> list[str]:
     return joined.split(_SEP) if joined else []
 
 
-@dataclass
-class _Cached:
-    index: Bm25Index
-    gen: int
-
-
 class SqliteLexicalIndex:
     """BM25Okapi per user persisted in ``db``; scores equal ``rank_bm25.BM25Okapi``.
 
@@ -111,18 +98,16 @@ class SqliteLexicalIndex:
         max_cached_users: int = 64,
         change_log_keep: int = CHANGE_LOG_KEEP,
     ) -> None:
-        check_cached_index_settings(k1, b, epsilon, max_cached_users)
+        self._cache = LexicalCache(k1, b, epsilon, max_users=max_cached_users)
         if isinstance(change_log_keep, bool) or not isinstance(change_log_keep, int) or change_log_keep < 1:
             raise ConfigError(f"change_log_keep must be a positive integer, got {change_log_keep!r}")
         self.k1, self.b, self.epsilon = k1, b, epsilon
         self._keep = change_log_keep
         self._db = db
         self._stem, self._cjk = stem, cjk
-        self._max_cached = max_cached_users
-        self._cache: OrderedDict[str, _Cached] = OrderedDict()
-        # One lock, always taken before any database access, so this object never
-        # holds the database while waiting for itself (no lock-order inversion).
-        self._lock = threading.RLock()
+        # The cache's lock is always taken before any database access, so this object
+        # never holds the database while waiting for itself (no lock-order inversion).
+        self._lock = self._cache.lock
         self._init_schema(tokenizer_signature(stem=stem, cjk=cjk))
 
     def _init_schema(self, signature: str) -> None:
@@ -176,12 +161,7 @@ class SqliteLexicalIndex:
                     )
                 base_gen = _prune_log(conn, user_id, gen, base_gen, self._keep)
                 _save_user_row(conn, user_id, gen, base_gen, n_docs)
-            cached = self._cache.get(user_id)
-            if cached is not None and cached.gen == old_gen:
-                for doc_id, counts in docs:
-                    cached.index.add(doc_id, counts)
-                cached.gen = gen
-            # else: another process wrote in between; the next search catches up.
+            self._cache.apply(user_id, docs, from_gen=old_gen, to_gen=gen)
 
     def remove(self, user_id: str, doc_id: str) -> None:
         """Forget ``doc_id`` (no-op when it is not indexed)."""
@@ -196,10 +176,7 @@ class SqliteLexicalIndex:
                 conn.execute("INSERT INTO lex_changes (user_id, gen, doc_id) VALUES (?, ?, ?)", (uid, gen, did))
                 base_gen = _prune_log(conn, uid, gen, base_gen, self._keep)
                 _save_user_row(conn, uid, gen, base_gen, n_docs - 1)
-            cached = self._cache.get(uid)
-            if cached is not None and cached.gen == old_gen:
-                cached.index.remove(did)
-                cached.gen = gen
+            self._cache.apply(uid, [(did, None)], from_gen=old_gen, to_gen=gen)
 
     def delete_user(self, user_id: str) -> None:
         """Forget every document of ``user_id``. A row with the user's generation stays
@@ -212,7 +189,7 @@ class SqliteLexicalIndex:
                 conn.execute("DELETE FROM lex_changes WHERE user_id = ?", (uid,))
                 # base_gen = gen + 1: the change log cannot bring any cache up to date.
                 _save_user_row(conn, uid, gen + 1, gen + 1, 0)
-            self._cache.pop(uid, None)
+            self._cache.drop(uid)
 
     # -- reads -------------------------------------------------------------------------
 
@@ -242,28 +219,29 @@ class SqliteLexicalIndex:
 
     def cached_users(self) -> list[str]:
         """Users whose index is in this object's memory, least recently used first."""
-        with self._lock:
-            return list(self._cache)
+        return self._cache.users()
 
     def _current_index(self, user_id: str) -> Bm25Index | None:
         with self._snapshot() as conn:
             row = conn.execute("SELECT gen, base_gen, n_docs FROM lex_users WHERE user_id = ?", (user_id,)).fetchone()
             if row is None or row[2] == 0:
-                self._cache.pop(user_id, None)
+                self._cache.drop(user_id)
                 return None
             gen, base_gen, _ = row
-            cached = self._cache.get(user_id)
-            if cached is not None and cached.gen == gen:
-                pass
-            elif cached is not None and base_gen <= cached.gen < gen:
-                self._catch_up(conn, user_id, cached, gen)
-            else:
-                cached = _Cached(self._load(conn, user_id), gen)
-                self._cache[user_id] = cached
-        self._cache.move_to_end(user_id)
-        while len(self._cache) > self._max_cached:
-            self._cache.popitem(last=False)
-        return cached.index
+
+            def changes(since: int) -> tuple[int, list[str]] | None:
+                if not base_gen <= since < gen:
+                    return None
+                changed = conn.execute(
+                    "SELECT DISTINCT doc_id FROM lex_changes WHERE user_id = ? AND gen > ? AND gen <= ?",
+                    (user_id, since, gen),
+                )
+                return gen, [r[0] for r in changed]
+
+            return self._cache.index(
+                user_id, gen, changes=changes, fetch=lambda ids: self._fetch(conn, user_id, ids),
+                load=lambda: (gen, self._rows(conn, user_id)),
+            )
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -276,34 +254,22 @@ class SqliteLexicalIndex:
             finally:
                 conn.execute("COMMIT")
 
-    def _load(self, conn: sqlite3.Connection, user_id: str) -> Bm25Index:
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, user_id: str) -> Iterator[Row]:
         rows = conn.execute("SELECT doc_id, terms, tfs FROM lex_docs WHERE user_id = ?", (user_id,))
-        docs = ((d, _split_terms(t), np.frombuffer(f, "<i4")) for d, t, f in rows)
-        return Bm25Index.from_docs(docs, self.k1, self.b, self.epsilon)
+        return ((d, _split_terms(t), np.frombuffer(f, "<i4")) for d, t, f in rows)
 
-    def _catch_up(self, conn: sqlite3.Connection, user_id: str, cached: _Cached, gen: int) -> None:
-        changed = [
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT doc_id FROM lex_changes WHERE user_id = ? AND gen > ? AND gen <= ?",
-                (user_id, cached.gen, gen),
-            )
-        ]
-        current: dict[str, dict[str, int]] = {}
-        for start in range(0, len(changed), _IN_CHUNK):
-            chunk = changed[start : start + _IN_CHUNK]
+    @staticmethod
+    def _fetch(conn: sqlite3.Connection, user_id: str, ids: list[str]) -> dict[str, Counts]:
+        current: dict[str, Counts] = {}
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
             marks = ",".join("?" * len(chunk))
             for doc_id, terms, tfs in conn.execute(
                 f"SELECT doc_id, terms, tfs FROM lex_docs WHERE user_id = ? AND doc_id IN ({marks})", (user_id, *chunk)
             ):
                 current[doc_id] = dict(zip(_split_terms(terms), np.frombuffer(tfs, "<i4").tolist(), strict=True))
-        for doc_id in changed:
-            counts = current.get(doc_id)
-            if counts is None:
-                cached.index.remove(doc_id)
-            else:
-                cached.index.add(doc_id, counts)
-        cached.gen = gen
+        return current
 
 
 def _user_row(conn: sqlite3.Connection, user_id: str) -> tuple[int, int, int]:

@@ -1,13 +1,13 @@
 """SQLite profile store: every version of every key is one row of ``profile_entries``.
 
-A ``set`` is one ``BEGIN IMMEDIATE`` transaction that reads the current row,
-closes it (``valid_to``) and inserts the new one, so writers from threads and
-processes queue on the file lock and each closes exactly the version the previous
-one opened. A partial unique index (``valid_to IS NULL``) makes "two current
+A ``set`` is one ``BEGIN IMMEDIATE`` transaction that reads the current row, asks
+:mod:`hmem.profile.versioning` for the plan and persists it (rewrite the current row,
+insert the new one), so writers from threads and processes queue on the file lock
+and each closes exactly the version the previous one opened. A partial unique index (``valid_to IS NULL``) makes "two current
 versions of one key" impossible at the database level too.
 
-Times are stored as integer microseconds since the epoch (UTC) so they round-trip
-exactly and compare as numbers.
+Times are stored as integer microseconds since the epoch (UTC, :mod:`hmem._time`) so
+they round-trip exactly and compare as numbers.
 
 Example::
 
@@ -23,28 +23,17 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from hmem._time import from_micros, to_micros
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.errors import BackendUnavailable, CapacityError, InvalidInput
-from hmem.profile.model import (
-    DEFAULT_MAX_KEYS,
-    check_confidence,
-    check_provenance,
-    coerce_value,
-    decode_value,
-    encode_value,
-    normalize_key,
-    same_value,
-    write_time,
-)
+from hmem.errors import BackendUnavailable
+from hmem.profile.model import DEFAULT_MAX_KEYS, check_provenance, decode_value, encode_value, normalize_key
+from hmem.profile.versioning import Plan, check_max_keys, check_update, plan_delete, plan_set
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["SqliteProfileStore"]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS profile_entries (
@@ -66,28 +55,44 @@ _SCHEMA = (
 _COLUMNS = "user_id, key, value, valid_from, valid_to, confirmed_at, confidence, source, session_id, message_id"
 
 
-def _to_us(dt: datetime) -> int:
-    return (dt - _EPOCH) // _US
+def _us(dt: datetime | None) -> int | None:
+    return None if dt is None else to_micros(dt)
 
 
-def _from_us(us: int | None) -> datetime | None:
-    return None if us is None else _EPOCH + us * _US
+def _dt(us: int | None) -> datetime | None:
+    return None if us is None else from_micros(us)
 
 
 def _entry(row: Any) -> ProfileEntry:
     user_id, key, value, valid_from, valid_to, confirmed_at, confidence, source, session_id, message_id = row
-    valid_from_dt = _from_us(valid_from)
-    assert valid_from_dt is not None
     return ProfileEntry(
         user_id=user_id,
         key=key,
         value=None if value is None else decode_value(value),
-        valid_from=valid_from_dt,
-        valid_to=_from_us(valid_to),
+        valid_from=from_micros(valid_from),
+        valid_to=_dt(valid_to),
         provenance=Provenance(source=source, session_id=session_id, message_id=message_id),
         confidence=confidence,
-        confirmed_at=_from_us(confirmed_at),
+        confirmed_at=_dt(confirmed_at),
     )
+
+
+def _persist(conn: sqlite3.Connection, row_id: int | None, plan: Plan) -> None:
+    """Write ``plan`` in the caller's transaction: rewrite row ``row_id``, insert the new version."""
+    if plan.rewrite is not None:
+        assert row_id is not None, "a rewrite needs the current row"
+        old = plan.rewrite
+        conn.execute(
+            "UPDATE profile_entries SET valid_to = ?, confirmed_at = ?, confidence = ? WHERE id = ?",
+            (_us(old.valid_to), _us(old.confirmed_at), old.confidence, row_id),
+        )
+    if plan.append is not None:
+        new, prov = plan.append, plan.append.provenance
+        conn.execute(
+            f"INSERT INTO profile_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (new.user_id, new.key, None if new.value is None else encode_value(new.value), to_micros(new.valid_from),
+             _us(new.valid_to), _us(new.confirmed_at), new.confidence, prov.source, prov.session_id, prov.message_id),
+        )  # fmt: skip
 
 
 class SqliteProfileStore:
@@ -105,9 +110,7 @@ class SqliteProfileStore:
         max_keys: int = DEFAULT_MAX_KEYS,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        if isinstance(max_keys, bool) or not isinstance(max_keys, int) or max_keys < 1:
-            raise InvalidInput(f"max_keys must be a positive int, got {max_keys!r}", field="max_keys")
-        self.max_keys = max_keys
+        self.max_keys = check_max_keys(max_keys)
         self._db = db
         self._clock = clock
         try:
@@ -129,46 +132,26 @@ class SqliteProfileStore:
     ) -> ProfileEntry:
         """Make ``value`` the current value of ``key`` (see
         :meth:`hmem.backends.memory.profile.MemoryProfileStore.set` for the rules)."""
-        check_id(user_id, "user_id")
-        norm = normalize_key(key)
-        val = coerce_value(value)
-        conf = check_confidence(confidence)
-        prov = check_provenance(provenance)
+        update = check_update(user_id, key, value, provenance=provenance, confidence=confidence, at=at)
         with self._db.write() as conn:
             row = conn.execute(
                 f"SELECT id, {_COLUMNS} FROM profile_entries WHERE user_id = ? AND key = ? AND valid_to IS NULL",
-                (user_id, norm),
+                (update.user_id, update.key),
             ).fetchone()
-            current = _entry(row[1:]) if row else None
-            when = write_time(at, self._clock(), current.valid_from if current else None)
-            if current is not None and current.value is not None and same_value(current.value, val):
-                confirmed = max(current.last_confirmed, when)
-                new_conf = max(current.confidence, conf)
-                conn.execute(
-                    "UPDATE profile_entries SET confirmed_at = ?, confidence = ? WHERE id = ?",
-                    (_to_us(confirmed), new_conf, row[0]),
-                )
-                return ProfileEntry(
-                    user_id, norm, current.value, current.valid_from, None,
-                    current.provenance, new_conf, confirmed,
-                )  # fmt: skip
-            if current is None or current.value is None:
+
+            def live_keys() -> int:
                 (live,) = conn.execute(
                     "SELECT count(*) FROM profile_entries WHERE user_id = ? AND valid_to IS NULL AND value IS NOT NULL",
-                    (user_id,),
+                    (update.user_id,),
                 ).fetchone()
-                if live >= self.max_keys:
-                    raise CapacityError(
-                        f"user {user_id!r} already has {live} profile keys, the cap (max_keys={self.max_keys});"
-                        f" delete a key first or configure a larger max_keys. Key {norm!r} was not stored."
-                    )
-            if row:
-                conn.execute("UPDATE profile_entries SET valid_to = ? WHERE id = ?", (_to_us(when), row[0]))
-            conn.execute(
-                f"INSERT INTO profile_entries ({_COLUMNS}) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
-                (user_id, norm, encode_value(val), _to_us(when), conf, prov.source, prov.session_id, prov.message_id),
+                return int(live)
+
+            plan = plan_set(
+                _entry(row[1:]) if row else None, update, now=self._clock(), max_keys=self.max_keys,
+                live_keys=live_keys,
             )
-            return ProfileEntry(user_id, norm, val, when, None, prov, conf)
+            _persist(conn, row[0] if row else None, plan)
+            return plan.result
 
     def get(self, user_id: str, key: str) -> ProfileEntry | None:
         check_id(user_id, "user_id")
@@ -189,19 +172,13 @@ class SqliteProfileStore:
         prov = check_provenance(provenance)
         with self._db.write() as conn:
             row = conn.execute(
-                "SELECT id, valid_from FROM profile_entries"
-                " WHERE user_id = ? AND key = ? AND valid_to IS NULL AND value IS NOT NULL",
+                f"SELECT id, {_COLUMNS} FROM profile_entries WHERE user_id = ? AND key = ? AND valid_to IS NULL",
                 (user_id, norm),
             ).fetchone()
-            if row is None:
+            plan = plan_delete(_entry(row[1:]) if row else None, prov, now=self._clock())
+            if plan is None:
                 return False
-            current_from = _from_us(row[1])
-            when = write_time(None, self._clock(), current_from)
-            conn.execute("UPDATE profile_entries SET valid_to = ? WHERE id = ?", (_to_us(when), row[0]))
-            conn.execute(
-                f"INSERT INTO profile_entries ({_COLUMNS}) VALUES (?, ?, NULL, ?, NULL, NULL, 1.0, ?, ?, ?)",
-                (user_id, norm, _to_us(when), prov.source, prov.session_id, prov.message_id),
-            )
+            _persist(conn, row[0], plan)
             return True
 
     def all(self, user_id: str) -> list[ProfileEntry]:

@@ -26,9 +26,9 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Literal
 
+from hmem._time import from_seconds
 from hmem.backends.memory.sessions import check_batch, check_last_n, check_ttl, check_version
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import BackendUnavailable, ConflictError, DuplicateId
@@ -199,7 +199,7 @@ class SqliteSessionStore:
                 " WHERE user_id=? AND updated_at > ? ORDER BY updated_at DESC, session_id DESC",
                 (user, cutoff),
             ).fetchall()
-        return [SessionInfo(r[0], int(r[1]), int(r[2]), datetime.fromtimestamp(r[3], UTC)) for r in rows]
+        return [SessionInfo(r[0], int(r[1]), int(r[2]), from_seconds(r[3])) for r in rows]
 
     def purge_expired(self) -> int:
         """Delete every expired session of every user now; the number removed."""

@@ -1,0 +1,147 @@
+"""The values a :class:`~hmem.memory.Memory` is made of and gives back.
+
+:class:`MemoryParts` is what the composition root (:func:`hmem.build.build_parts`)
+produces and ``Memory(parts)`` consumes: the collaborators, the options and what to
+close. It lives below both, so :mod:`hmem.build` never imports :mod:`hmem.memory`.
+
+Example::
+
+    >>> MemoryOptions(recall_k=5).archive_turns
+    'on_add'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from hmem.assembly.assemble import TierCaps
+from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem.errors import InvalidInput
+
+if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no store code)
+    from datetime import datetime
+
+    from hmem.longterm.facts import ExtractionResult
+    from hmem.longterm.store import LongTermStore
+    from hmem.longterm.types import RememberResult
+    from hmem.profile.extract import AppliedUpdates, ProfileExtractor
+    from hmem.protocols import ProfileStore, SessionStore, SummaryStore
+    from hmem.session.compaction import CompactionResult, Compactor
+    from hmem.types import Message
+
+__all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "MemoryOptions", "MemoryParts", "UserStores", "When"]
+
+#: A point in time as the long-term store accepts it (datetime, ISO text, epoch seconds).
+When: TypeAlias = "datetime | str | float"
+
+#: Id of the system message that :meth:`Memory.set_system_prompt` keeps at the
+#: head of a session's buffer (system messages are never evicted, so it stays).
+SYSTEM_PROMPT_ID = "hmem.session_system_prompt"
+
+
+class FactExtractor(Protocol):
+    """What :class:`Memory` needs of a fact extractor (offline or LLM)."""
+
+    def extract(self, messages: Iterable[Message | Mapping[str, Any]]) -> ExtractionResult: ...
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """Behaviour of :class:`Memory` that is not a collaborator.
+
+    ``archive_turns``: ``"on_add"`` (default) indexes every turn in the long-term
+    store as it is added, so any session can recall it at once — including the last
+    turns of an earlier session, which may never leave that session's buffer;
+    recalled turns already shown in the current history are dropped by the assembler.
+    ``"on_evict"`` archives a turn only when compaction removes it from the buffer
+    (less indexing work; a past session's newest turns are then recallable only
+    through the facts extracted from them).
+
+    ``extraction``: ``"background"`` runs everything after the append (archiving,
+    profile and fact extraction — an LLM call when one is configured — and
+    compaction) in order on the Memory's one :class:`~hmem._worker.SerialWorker`, so
+    ``add()`` returns once the messages are durably stored; :meth:`Memory.flush` waits
+    for it. ``AddResult.profile``/``facts``/``compaction`` are then empty.
+    ``compaction="background"`` queues only the compaction on that worker (one queued
+    run per session, however many appends asked for it).
+
+    >>> MemoryOptions(extraction="later")
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: extraction must be foreground or background
+    """
+
+    model: str = "gpt-4o-mini"
+    reply_reserve: int = 2000
+    recall_k: int = 10
+    caps: TierCaps | None = field(default_factory=TierCaps)
+    template: ContextTemplate = DEFAULT_TEMPLATE
+    compaction: Literal["foreground", "background", "off"] = "foreground"
+    extract_profile: bool = True
+    extract_facts: bool = True
+    archive_turns: Literal["on_evict", "on_add"] = "on_add"
+    extraction: Literal["foreground", "background"] = "foreground"
+
+    def __post_init__(self) -> None:
+        if self.reply_reserve < 0 or self.recall_k < 0:
+            raise InvalidInput("reply_reserve and recall_k must not be negative", field="options")
+        if self.compaction not in ("foreground", "background", "off"):
+            raise InvalidInput("compaction must be foreground, background or off", field="compaction")
+        if self.extraction not in ("foreground", "background"):
+            raise InvalidInput("extraction must be foreground or background", field="extraction")
+        if self.archive_turns not in ("on_evict", "on_add"):
+            raise InvalidInput("archive_turns must be on_evict or on_add", field="archive_turns")
+
+
+@dataclass(frozen=True)
+class UserStores:
+    """Where a user's records live: the three tier ports and the long-term store.
+
+    Whole-user operations (:mod:`hmem.transfer`: export, import, erase; readiness
+    probes) take this, not a :class:`~hmem.memory.Memory`.
+    """
+
+    sessions: SessionStore
+    summaries: SummaryStore
+    profile: ProfileStore
+    longterm: LongTermStore
+
+
+@dataclass(frozen=True)
+class MemoryParts:
+    """The collaborators of one :class:`~hmem.memory.Memory`: ports, the long-term
+    store, the compactor, the extractors (None = that extraction is off), options and
+    the closers ``Memory.close()`` runs (newest last).
+
+    :func:`hmem.build.build_parts` composes them from settings; swap one with
+    :func:`dataclasses.replace` (a test's failing store, a shared vector index)::
+
+        parts = build_parts(settings)
+        mem = Memory(dataclasses.replace(parts, profile=MyProfileStore()))
+    """
+
+    sessions: SessionStore
+    summaries: SummaryStore
+    profile: ProfileStore
+    longterm: LongTermStore
+    compactor: Compactor
+    profile_extractor: ProfileExtractor | None = None
+    fact_extractor: FactExtractor | None = None
+    options: MemoryOptions = field(default_factory=MemoryOptions)
+    on_close: Sequence[Callable[[], None]] = ()
+
+    @property
+    def stores(self) -> UserStores:
+        return UserStores(self.sessions, self.summaries, self.profile, self.longterm)
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What :meth:`Memory.add` did."""
+
+    version: int
+    message_ids: tuple[str, ...]
+    profile: AppliedUpdates | None = None
+    facts: tuple[RememberResult, ...] = ()
+    compaction: CompactionResult | None = None

@@ -1,0 +1,86 @@
+"""Readiness: does every backend answer a cheap read within a timeout?
+
+Each probe reads for a user id no client can own in practice: it touches the backend
+(a Redis round trip, a SQLite query, a Chroma lookup) without writing. Probes run in
+parallel on daemon threads; one that hangs is abandoned at the deadline (its thread
+ends on the backend's own timeout) and reported as not ready.
+
+Example::
+
+    >>> from hmem.backends.memory.profile import MemoryProfileStore
+    >>> run_probes({"profile": (MemoryProfileStore(), lambda: None)}, 1.0)["profile"].ok
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from hmem._options import UserStores
+
+__all__ = ["PROBE_USER", "BackendReady", "probes", "run_probes"]
+
+PROBE_USER = "hmem.readyz-probe"
+
+#: tier name -> (the backend object, a cheap read that raises when it is down)
+Probes = Mapping[str, tuple[object, Callable[[], object]]]
+
+
+@dataclass(frozen=True, slots=True)
+class BackendReady:
+    """One backend's answer: ``backend`` is its class name; ``error`` says why not
+    (an exception type, or the timeout), never a message that could leak details."""
+
+    ok: bool
+    backend: str
+    latency_ms: float | None = None
+    error: str | None = None
+
+
+def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]:
+    """A probe per tier: sessions, summaries, profile, items, vectors, lexical."""
+    lt = stores.longterm
+    return {
+        "sessions": (stores.sessions, lambda: stores.sessions.list_sessions(PROBE_USER)),
+        "summaries": (stores.summaries, lambda: stores.summaries.get(PROBE_USER, PROBE_USER)),
+        "profile": (stores.profile, lambda: stores.profile.get(PROBE_USER, "probe")),
+        "items": (lt.items, lambda: lt.items.count(PROBE_USER)),
+        "vectors": (lt.vectors, lambda: lt.vectors.count(PROBE_USER)),
+        "lexical": (lt.lexical, lambda: lt.lexical.count(PROBE_USER)),
+    }
+
+
+def run_probes(checks: Probes, timeout_s: float) -> dict[str, BackendReady]:
+    """Run every probe at once; wait at most ``timeout_s`` in all. Same order as ``checks``."""
+    results: dict[str, BackendReady] = {}
+    lock = threading.Lock()
+
+    def run(tier: str, name: str, call: Callable[[], object]) -> None:
+        started = time.perf_counter()
+        try:
+            call()
+            answer = BackendReady(True, name, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+        except Exception as exc:  # any failure means "not ready"; the type is enough for an operator
+            answer = BackendReady(False, name, error=type(exc).__name__)
+        with lock:
+            results[tier] = answer
+
+    threads = [
+        threading.Thread(target=run, args=(tier, type(backend).__name__, call), name=f"hmem-ready-{tier}", daemon=True)
+        for tier, (backend, call) in checks.items()
+    ]
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    with lock:
+        done = dict(results)
+    late = f"no answer within {timeout_s:g} s"
+    return {
+        tier: done.get(tier) or BackendReady(False, type(backend).__name__, error=late)
+        for tier, (backend, _) in checks.items()
+    }

@@ -1,0 +1,134 @@
+"""Reads over a user's stores that :class:`~hmem.memory.Memory` answers with: what a
+session shows the prompt, long-term items by id or filter, a single retriever's
+ranking, counts per tier. Pure functions of a :class:`~hmem._options.UserStores`.
+
+Example::
+
+    >>> from hmem.types import Hit, MemoryItem
+    >>> def hit(i, src): return Hit(MemoryItem(i, "u", "t", "turn", source_message_id=src), 1.0)
+    >>> [h.item.id for h in distinct_sources([hit("a", "m1"), hit("b", "m1"), hit("c", "m2")], exclude={"m2"})]
+    ['a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any, Literal
+
+from hmem._options import SYSTEM_PROMPT_ID, UserStores
+from hmem.errors import InvalidInput
+from hmem.longterm._args import MAX_K
+from hmem.protocols import ItemFilter
+from hmem.session.compaction import split_covered
+from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text
+
+__all__ = ["MAX_K", "check_context_k", "distinct_sources", "find_items", "recall_depth", "retrieve", "session_view",
+           "user_stats"]
+
+
+def session_view(stores: UserStores, user: str, session: str) -> tuple[list[Message], SessionSummary | None, str | None]:
+    """``(buffer, summary, stored system prompt)`` as a prompt sees the session: the
+    buffer without what the summary already covers and without the stored prompt."""
+    state = stores.sessions.load(user, session)
+    # An expired or deleted session takes its summary with it (not every summary
+    # store expires entries by itself).
+    summary = stores.summaries.get(user, session) if state.version else None
+    _, buffer = split_covered(list(state.messages), summary)  # between summary write and trim, skip duplicates
+    stored_prompt = next((m.content for m in buffer if m.id == SYSTEM_PROMPT_ID), None)
+    return [m for m in buffer if m.id != SYSTEM_PROMPT_ID], summary, stored_prompt
+
+
+def check_context_k(k: object) -> int:
+    """``k`` of :meth:`Memory.context`: 0 (recall nothing) up to the recall limit."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 0 (recall nothing) to {MAX_K}, or None; got {k!r}", field="k")
+    return k
+
+
+def recall_depth(want: int, shown: int) -> int:
+    """How many hits to fetch for ``want`` distinct ones when ``shown`` turns are already
+    in the prompt: hits of those turns and second hits of one source message (its
+    archived turn and a fact extracted from it) would waste slots. Capped at the
+    recall limit, so every ``want`` the API accepts works.
+
+    >>> recall_depth(10, 4), recall_depth(1000, 0)
+    (24, 1000)
+    """
+    return min(2 * want + shown, MAX_K)
+
+
+def distinct_sources(hits: Sequence[Hit], *, exclude: AbstractSet[str] = frozenset()) -> list[Hit]:
+    """Keep the best hit per source message and drop hits of messages in ``exclude``
+    (already in the prompt). Items without a source message are always kept."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        source = hit.item.source_message_id
+        if source is not None:
+            if source in exclude or source in seen:
+                continue
+            seen.add(source)
+        out.append(hit)
+    return out
+
+
+def find_items(
+    stores: UserStores,
+    user_id: str,
+    *,
+    ids: Sequence[str] | None = None,
+    session_id: str | None = None,
+    source_message_id: str | None = None,
+    kinds: Iterable[str] | str | None = None,
+) -> list[MemoryItem]:
+    """The user's items matching every filter given, oldest first; with ``ids``, those
+    items in that order (unknown ids skipped)."""
+    user = check_id(user_id, "user_id")
+    flt = ItemFilter(
+        kinds=None if kinds is None else frozenset([kinds] if isinstance(kinds, str) else kinds),
+        session_id=None if session_id is None else check_id(session_id, "session_id"),
+        source_message_ids=None if source_message_id is None else frozenset({source_message_id}),
+    )
+    items = stores.longterm.items
+    if ids is None:
+        return items.find(user, flt)
+    wanted = list(dict.fromkeys(check_id(i, "ids") for i in ids))
+    found = items.get(user, wanted) if wanted else {}
+    return [found[i] for i in wanted if i in found and flt.matches(found[i])]
+
+
+def retrieve(stores: UserStores, user_id: str, query: str, k: int, using: Literal["lexical", "dense"]) -> list[MemoryItem]:
+    """The user's ``k`` best items by one retriever alone (BM25 or embeddings), unfused."""
+    user, text = check_id(user_id, "user_id"), check_text(query, "query", allow_empty=False)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
+    lt = stores.longterm
+    if using == "lexical":
+        ranked = [h.id for h in lt.lexical.search(user, text, k)]
+    elif using == "dense":
+        ranked = [h.id for h in lt.vectors.query(user, lt.embedder.embed([text])[0], k)]
+    else:
+        raise InvalidInput(f"using must be 'lexical' or 'dense', got {using!r}", field="using")
+    return find_items(stores, user, ids=ranked)
+
+
+def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
+    """Counts per tier for one user."""
+    user = check_id(user_id, "user_id")
+    sessions = stores.sessions.list_sessions(user)
+    summaries = [stores.summaries.get(user, s.session_id) for s in sessions]
+    items = stores.longterm.items.find(user)
+    kinds: dict[str, int] = {}
+    for item in items:
+        kinds[item.kind] = kinds.get(item.kind, 0) + 1
+    return {
+        "user_id": user,
+        "sessions": len(sessions),
+        "buffered_messages": sum(s.message_count for s in sessions),
+        "summaries": sum(1 for s in summaries if s is not None),
+        "summarized_messages": sum(s.folded_count for s in summaries if s is not None),
+        "profile_keys": len(stores.profile.all(user)),
+        "items": len(items),
+        "items_by_kind": dict(sorted(kinds.items())),
+    }
