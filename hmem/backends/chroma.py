@@ -31,6 +31,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from hmem.backends.memory.items import check_ids
@@ -65,7 +66,10 @@ def chroma_persistent_client(path: str | os.PathLike[str]) -> Any:
     """An embedded Chroma client storing under ``path`` (telemetry off)."""
     import chromadb
 
-    return chromadb.PersistentClient(path=str(path), settings=_settings())
+    # Chroma caches its clients per path *string*: a relative path opened again from
+    # another working directory would get the first folder's (possibly deleted) store.
+    folder = Path(path).expanduser().resolve()
+    return chromadb.PersistentClient(path=str(folder), settings=_settings())
 
 
 def chroma_http_client(host: str = "127.0.0.1", port: int = 8000) -> Any:
