@@ -44,3 +44,21 @@ def test_import_has_no_heavy_side_effects() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+#: The public API as it stood before the package was reshaped along its tiers (#16): a
+#: name may be added on purpose (extend this list), never dropped or renamed by a move.
+PUBLIC_API_BEFORE_RESHAPE = {
+    "DEFAULT_TEMPLATE", "UNCAPPED", "AddResult", "AssembledContext", "AssemblyReport", "AsyncMemory",
+    "BackendUnavailable", "BudgetError", "CapacityError", "ConfigError", "ConflictError", "ContextTemplate",
+    "DuplicateId", "Hit", "HmemError", "InvalidInput", "LLMError", "Memory", "MemoryItem", "MemoryOptions",
+    "Message", "ModelInfo", "NotFound", "ProfileEntry", "Provenance", "ProviderError", "SessionInfo",
+    "SessionState", "SessionSummary", "Settings", "TierCaps", "ToolCall", "Usage", "WindowResult", "__version__",
+    "assemble", "budget_for", "context_window", "count_tokens", "get_tokenizer", "hybrid_window",
+    "message_window", "resolve_model", "token_window",
+}
+
+
+def test_no_public_name_was_lost() -> None:
+    missing = PUBLIC_API_BEFORE_RESHAPE - set(hmem.__all__)
+    assert not missing, f"public names dropped from hmem.__all__: {sorted(missing)}"
