@@ -22,7 +22,7 @@ test: setup
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: setup
-	$(VENV)/bin/ruff check hmem tests bench
+	$(VENV)/bin/ruff check --no-cache hmem tests bench conftest.py
 	$(VENV)/bin/mypy
 
 clean:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from conftest import Runner
 
 pytestmark = pytest.mark.slow  # `hmem add` loads the real embedding model
