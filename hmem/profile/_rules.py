@@ -1,21 +1,19 @@
-"""The offline profile rules: English and Chinese first-person statements → key/value.
+"""The offline profile rules: a user message → the profile facts it states. Pure.
 
-Precise rather than broad. A rule fires only on a clause that *starts* with the
-speaker (``I``, ``my``, ``我``, ``我的``; a few discourse words like "actually" /
-"其实" may come first), followed by the rule's verb with nothing but harmless adverbs
-in between. So third persons ("my sister lives in Rome", "我妹妹住在罗马") and
-negations ("I don't live in Paris", "我不住在北京") never reach a verb. A whole
-sentence is skipped when it is a question, a hypothetical, a wish / plan, or
-reported speech. What the rules deliberately miss is listed in ``docs/profile.md``.
+1. :func:`hmem.profile._clauses.analyse` cuts the message into clauses and gives each
+   its subject (the user, the user with someone, the household, someone else) and its
+   guards (question, hypothetical/plan, past, temporary stay, role-play/fiction/joke).
+2. The English rules (:mod:`~hmem.profile._en_self`, :mod:`~hmem.profile._en_work`,
+   :mod:`~hmem.profile._en_life`) and the Chinese ones (``_zh_*``) read each clause;
+   code-switched text meets both, so "I'm from 成都" and "我是 freelance translator" work.
+   Every rule checks the guards it cares about and negation before its trigger.
+3. :func:`find_profile_facts` folds the facts of one message: one value per scalar key
+   (the most confident; a later one wins a tie), list items merged under the key's merge
+   rule (a named entity replaces an unnamed one of its kind).
 
-Likes/dislikes take noun phrases and gerunds ("I love hiking"); "I like to <verb>"
-counts only for a clear hobby verb and is stored as the activity ("I like to swim" →
-``swimming``), so "I like to look out" or "I hate to bother you" change nothing.
-
-Pure: text in, :class:`Found` tuples out. :mod:`hmem.profile.extract` wraps them.
-This module splits text and blocks sentences; the rules themselves live in
-:mod:`hmem.profile._rules_en` and :mod:`hmem.profile._rules_zh`, on
-the shared pieces of :mod:`hmem.profile._rule_parts`.
+What the rules produce follows ``data/profile_eval/SCHEMA.md`` (canonical keys, ISO
+birthdays, ``"kind: Name"`` entities, ``no:X`` diets); ``docs/profile.md`` lists the
+guards and what is deliberately not extracted.
 
 Example::
 
@@ -27,77 +25,64 @@ Example::
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Sequence
 
-from hmem.profile._rule_parts import Found, Rule
-from hmem.profile._rules_en import EN_RULES
-from hmem.profile._rules_zh import ZH_RULES
+from hmem.profile._clauses import Clause, analyse
+from hmem.profile._en_life import life
+from hmem.profile._en_self import identity
+from hmem.profile._en_work import work
+from hmem.profile._values import Found
+from hmem.profile._zh_life import zh_life
+from hmem.profile._zh_self import zh_identity
+from hmem.profile._zh_work import zh_work
+from hmem.profile.merge import merge_items
+from hmem.profile.schema import is_list_key
 
-__all__ = ["Found", "find_profile_facts", "split_sentences"]
+__all__ = ["Found", "find_profile_facts"]
 
-
-# -- sentence / clause splitting and sentence-level blockers ------------------------------
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？?!])|\n+")
-_CLAUSE_SEP = re.compile(  # a greeting keeps its comma: "Hi, I'm Tom" stays one clause
-    r"\s*[;:；：]\s*|\s*，\s*|(?<!Hi)(?<!hi)(?<!Hey)(?<!hey)(?<!Hello)(?<!hello)"
-    # an English comma ends a clause only before a new subject ("…, I work at X"), so lists
-    # ("I enjoy reading, cooking and running") stay whole
-    r"\s*,\s*(?=(?:but|and (?:I|my)|so|also|actually|I|I'm|I've|my|My)\b)|\s+(?:but|and then)\s+|\s+and\s+(?=(?:I|my|I'm|I've)\b)|但是|不过|可是|而且|并且|所以"
-)
-_EN_QUESTION = re.compile(
-    r"^\W*(?:do|does|did|can|could|would|should|shall|will|is|are|am|was|were|have|has|what|where|who|whom|whose|"
-    r"which|when|why|how|may|might)\b",
-    re.IGNORECASE,
-)
-_EN_BLOCK = re.compile(
-    r"\b(?:if|suppose|supposing|imagine|would|wish|hope|hoping|might|maybe|perhaps|unless|whether|pretend|"
-    r"planning|plan to|thinking (?:of|about)|going to|gonna|will|want to|wanna|someday|one day|dream|"
-    r"said|says|told|tells|thinks|claims|believes|according to)\b|'ll\b|'d\b",
-    re.IGNORECASE,
-)
-_ZH_BLOCK = re.compile(
-    r"如果|假如|要是|假设|假若|倘若|万一|的话|想象|也许|或许|可能|打算|计划|准备|将来|以后|希望|梦想|想要|"
-    r"吗|呢|么|什么|哪|谁|怎么|为什么|多少|是否|是不是|有没有|会不会|要不要|(.)不\1|"
-    r"听说|据说|告诉|说[，,:：]|认为|以为"
-)
+Rules = Callable[[Sequence[Clause], int], list[Found]]
+RULES: tuple[Rules, ...] = (identity, work, life, zh_identity, zh_work, zh_life)
+_GENERIC_CHILD = {"child", "kid", "孩子", "小孩", "娃", "宝宝"}
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (terminal punctuation kept, so questions stay visible)."""
-    return [s.strip() for s in _SENTENCE_END.split(text) if s and s.strip()]
-
-
-def _blocked(sentence: str) -> bool:
-    """Questions, hypotheticals, wishes/plans and reported speech never change a profile."""
-    stripped = sentence.rstrip()
-    if stripped.endswith(("?", "？")) or _EN_QUESTION.match(stripped):
-        return True
-    return bool(_EN_BLOCK.search(sentence) or _ZH_BLOCK.search(sentence))
-
-
-#: Every rule. A clause can match English rules or Chinese ones, never both (each
-#: rule starts with its language's words), so the order across languages is moot.
-RULES: tuple[Rule, ...] = EN_RULES + ZH_RULES
-
-
-def _clauses(sentence: str) -> Iterator[str]:
-    for raw in _CLAUSE_SEP.split(sentence):
-        clause = raw.strip().rstrip(".!。！").strip()
-        if clause:
-            yield clause
+def _fold(found: list[Found]) -> list[Found]:
+    """One fact per (key, operation): the best scalar, or the merged list."""
+    order: list[tuple[str, str]] = []
+    best: dict[tuple[str, str], Found] = {}
+    for f in found:
+        slot = (f.key, f.operation)
+        if slot not in best:
+            order.append(slot)
+            best[slot] = f
+            continue
+        kept = best[slot]
+        if f.operation == "set" and is_list_key(f.key) and isinstance(kept.value, tuple) and isinstance(f.value, tuple):
+            merged = merge_items(f.key, kept.value, add=f.value)
+            best[slot] = kept._replace(value=merged, confidence=max(kept.confidence, f.confidence))
+        elif f.operation == "remove" and isinstance(kept.value, tuple) and isinstance(f.value, tuple):
+            best[slot] = kept._replace(value=kept.value + f.value)
+        elif f.confidence >= kept.confidence and not (f.key == "partner" and ":" in str(kept.value)
+                                                       and ":" not in str(f.value)):
+            best[slot] = f
+    out = [best[slot] for slot in order]
+    refined = {f.key for f in found if f.refine}
+    for n, f in enumerate(out):
+        if f.key in refined and isinstance(f.value, tuple):
+            named = tuple(v for v in f.value if ":" in v)
+            out[n] = f._replace(value=named or f.value)
+        if f.key == "children" and f.operation == "set" and isinstance(f.value, tuple):
+            specific = [v for v in f.value if v.split(":")[0].strip().lower() not in _GENERIC_CHILD]
+            if specific and len(specific) < len(f.value):
+                out[n] = f._replace(value=tuple(specific))
+    return out
 
 
 def find_profile_facts(text: str) -> list[Found]:
-    """Every rule match in ``text``, in order; blocked sentences contribute nothing."""
+    """Every profile fact ``text`` states about its author, folded (see the module doc)."""
+    clauses = analyse(text)
     found: list[Found] = []
-    for sentence in split_sentences(text):
-        if _blocked(sentence):
-            continue
-        for clause in _clauses(sentence):
-            for rule in RULES:
-                match = rule.pattern.match(clause)
-                if match:
-                    found.extend(rule.build(match))
-    return found
+    for i in range(len(clauses)):
+        for rules in RULES:
+            found.extend(rules(clauses, i))
+    return _fold(found)
+

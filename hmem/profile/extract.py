@@ -5,7 +5,11 @@
 * :class:`LLMProfileExtractor` — any :class:`hmem.protocols.LLM`; JSON output
   validated against the update schema, retried once when invalid, usage recorded.
 * :func:`apply_updates` — writes a list of :class:`ProfileUpdate` to a
-  :class:`~hmem.protocols.ProfileStore` with the message's provenance.
+  :class:`~hmem.protocols.ProfileStore` with the message's provenance, under the merge
+  rules of :mod:`hmem.profile.schema` (:func:`hmem.profile.merge.merge_items`).
+
+Keys are canonical (:func:`hmem.profile.schema.canonical_key`): an update for ``city``
+or ``favorite_band`` lands on ``location`` or ``likes``.
 
 Example::
 
@@ -30,15 +34,9 @@ from typing import Literal, Protocol, runtime_checkable
 
 from hmem.errors import InvalidInput, LLMError
 from hmem.profile._rules import find_profile_facts
-from hmem.profile.model import (
-    MAX_LIST_ITEMS,
-    MAX_VALUE_CHARS,
-    check_confidence,
-    check_provenance,
-    coerce_value,
-    normalize_key,
-    same_value,
-)
+from hmem.profile.merge import merge_items
+from hmem.profile.model import check_confidence, check_provenance, coerce_value, same_value
+from hmem.profile.schema import KEYS, canonical_key, is_list_key
 from hmem.protocols import LLM, ProfileStore
 from hmem.types import Message, ProfileEntry, ProfileValue, Provenance, Usage, check_id, check_text
 
@@ -52,13 +50,15 @@ __all__ = [
     "parse_llm_updates",
 ]
 
-Operation = Literal["set", "delete"]
+Operation = Literal["set", "delete", "remove"]
 
 
 @dataclass(frozen=True, slots=True)
 class ProfileUpdate:
-    """One change an extractor proposes. Validated on construction: the key is
-    normalized, a ``set`` value coerced (lists → tuples), a ``delete`` has no value.
+    """One change an extractor proposes. Validated on construction: the key is made
+    canonical (``"City"`` → ``location``, see :mod:`hmem.profile.schema`), a ``set``
+    value coerced (lists → tuples), a ``delete`` has no value, a ``remove`` names the
+    list items the user took back ("I no longer like jazz").
 
     ``merge`` (lists only): add the items to the key's current list instead of
     replacing it ("I love tea" then "I love chess" → likes: tea, chess).
@@ -72,14 +72,25 @@ class ProfileUpdate:
     merge: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "key", normalize_key(self.key))
+        object.__setattr__(self, "key", canonical_key(self.key))
         if self.operation == "set":
-            object.__setattr__(self, "value", coerce_value(self.value))
+            value = coerce_value(self.value)
+            if isinstance(value, str) and is_list_key(self.key):  # one item of a list key: add it
+                value = (value,)
+                object.__setattr__(self, "merge", True)
+            object.__setattr__(self, "value", value)
         elif self.operation == "delete":
             if self.value is not None:
                 raise InvalidInput("a delete update must not carry a value", field="value")
+        elif self.operation == "remove":
+            value = coerce_value([self.value] if isinstance(self.value, str) else self.value)
+            if not isinstance(value, tuple):
+                raise InvalidInput("a remove update names list items (strings) to take out", field="value")
+            object.__setattr__(self, "value", value)
         else:
-            raise InvalidInput(f"operation must be 'set' or 'delete', got {self.operation!r}", field="operation")
+            raise InvalidInput(
+                f"operation must be 'set', 'delete' or 'remove', got {self.operation!r}", field="operation"
+            )
         object.__setattr__(self, "confidence", check_confidence(self.confidence))
         if not isinstance(self.evidence, str):
             raise InvalidInput("evidence must be a string", field="evidence")
@@ -93,11 +104,12 @@ class ProfileExtractor(Protocol):
 
 
 class OfflineProfileExtractor:
-    """Rule-based extraction for common English and Chinese first-person statements.
+    """Rule-based extraction of what English, Chinese and code-switched messages state
+    about their author, in the value conventions of ``docs/profile.md``.
 
-    Deterministic and precise rather than broad: questions, hypotheticals, wishes,
-    third persons and negations produce nothing (see ``docs/profile.md``).
-    ``current`` is accepted for interface parity and ignored.
+    Deterministic, no model. Third persons, hypotheticals and plans, questions, states
+    that are over, temporary stays, negations and role-play produce nothing current (see
+    ``docs/profile.md``). ``current`` is accepted for interface parity and ignored.
 
     >>> [(u.key, u.value, u.operation) for u in OfflineProfileExtractor().extract("我搬到上海了。忘记我的生日")]
     [('location', '上海', 'set'), ('birthday', None, 'delete')]
@@ -127,15 +139,29 @@ class AppliedUpdates:
 _OPPOSITE = {"likes": "dislikes", "dislikes": "likes"}
 
 
-def _merged(current: ProfileValue | None, items: tuple[str, ...]) -> tuple[str, ...]:
-    """``current`` list plus new ``items`` (case-insensitive dedupe); the oldest
-    items give way when the list caps would be exceeded."""
-    base: list[str] = list(current) if isinstance(current, tuple) else [current] if isinstance(current, str) else []
-    seen = {item.casefold() for item in base}
-    base.extend(item for item in items if item.casefold() not in seen)
-    while len(base) > MAX_LIST_ITEMS or sum(map(len, base)) > MAX_VALUE_CHARS:
-        base.pop(0)
-    return tuple(base)
+def _new_value(update: ProfileUpdate, before: ProfileValue | None) -> ProfileValue | None:
+    """The key's value after ``update`` (None: nothing left), under the key's merge rule."""
+    assert update.value is not None
+    if update.operation == "remove":
+        assert isinstance(update.value, tuple)
+        return merge_items(update.key, before, remove=update.value) or None
+    if not isinstance(update.value, tuple) or not (update.merge or is_list_key(update.key)):
+        return update.value
+    spec = KEYS.get(update.key)
+    if update.merge:
+        return merge_items(update.key, before, add=update.value)
+    # A complete list: replaces the current one, except that "keep" keys (allergies,
+    # children) never lose an item silently.
+    return merge_items(update.key, before, add=update.value, complete=True) if spec else update.value
+
+
+def _write(store: ProfileStore, user_id: str, key: str, value: ProfileValue | None, *, before: ProfileEntry | None,
+           prov: Provenance, confidence: float) -> str:
+    """Persist ``value`` for ``key``; what happened: changed / confirmed / deleted / none."""
+    if value is None:
+        return "deleted" if store.delete(user_id, key, provenance=prov) else "none"
+    store.set(user_id, key, value, provenance=prov, confidence=confidence)
+    return "confirmed" if before is not None and same_value(before.value, value) else "changed"
 
 
 def apply_updates(
@@ -145,65 +171,64 @@ def apply_updates(
     provenance: Provenance | None = None,
 ) -> AppliedUpdates:
     """Write ``updates`` in order with ``provenance`` (e.g. ``Provenance("message",
-    session_id, message_id)``).
+    session_id, message_id)``); the store keeps the old value in history.
 
     Every update is validated before the first write, so bad input changes nothing.
-    A merge update adds its items to the current list (read-then-write: merges of
-    the same key from two writers at once may lose an item — the last write wins).
-    Adding an item to ``likes`` removes it from ``dislikes`` and vice versa.
-    A :class:`~hmem.errors.CapacityError` stops at the update that hit the cap;
-    earlier updates stay applied.
+    List keys follow :func:`hmem.profile.merge.merge_items`: a merge update adds its
+    items, a ``remove`` update takes the named items out (the key is deleted when none
+    is left), a complete list replaces the current one except for allergies and
+    children, which never lose an item silently. Adding an item to ``likes`` removes it
+    from ``dislikes`` and vice versa. (Merges read then write: two writers merging into
+    one key at the same instant may lose an item — the last write wins.) A
+    :class:`~hmem.errors.CapacityError` stops at the update that hit the cap; earlier
+    updates stay applied.
     """
     check_id(user_id, "user_id")
     prov = check_provenance(provenance)
     if isinstance(updates, str | bytes | Mapping) or not all(isinstance(u, ProfileUpdate) for u in updates):
         raise InvalidInput("updates must be a list of ProfileUpdate", field="updates")
-    changed: list[str] = []
-    confirmed: list[str] = []
-    deleted: list[str] = []
+    done: dict[str, list[str]] = {"changed": [], "confirmed": [], "deleted": [], "none": []}
     for update in updates:
         if update.operation == "delete":
-            if store.delete(user_id, update.key, provenance=prov):
-                deleted.append(update.key)
+            done["deleted" if store.delete(user_id, update.key, provenance=prov) else "none"].append(update.key)
             continue
-        assert update.value is not None
         before = store.get(user_id, update.key)
-        value = update.value
-        if update.merge and isinstance(value, tuple):
-            value = _merged(before.value if before else None, value)
-            opposite = _OPPOSITE.get(update.key)
-            other = store.get(user_id, opposite) if opposite else None
-            if opposite and other and isinstance(other.value, tuple):
-                drop = {item.casefold() for item in value}
-                kept = tuple(item for item in other.value if item.casefold() not in drop)
+        value = _new_value(update, before.value if before else None)
+        if update.operation == "remove" and before is None:
+            continue
+        opposite = _OPPOSITE.get(update.key)
+        if opposite and update.operation == "set" and isinstance(update.value, tuple):
+            other = store.get(user_id, opposite)
+            if other is not None:
+                kept = merge_items(opposite, other.value, remove=update.value) or None
                 if kept != other.value:
-                    if kept:
-                        store.set(user_id, opposite, kept, provenance=prov, confidence=other.confidence)
-                    else:
-                        store.delete(user_id, opposite, provenance=prov)
-                    changed.append(opposite)
-        store.set(user_id, update.key, value, provenance=prov, confidence=update.confidence)
-        if before is not None and same_value(before.value, value):
-            confirmed.append(update.key)
-        else:
-            changed.append(update.key)
-    return AppliedUpdates(tuple(changed), tuple(confirmed), tuple(deleted))
+                    done[_write(store, user_id, opposite, kept, before=other, prov=prov,
+                                confidence=other.confidence)].append(opposite)
+        done[_write(store, user_id, update.key, value, before=before, prov=prov,
+                    confidence=update.confidence)].append(update.key)
+    return AppliedUpdates(tuple(done["changed"]), tuple(done["confirmed"]), tuple(done["deleted"]))
 
 
 # -- LLM extractor -------------------------------------------------------------------------
 
 _SYSTEM_PROMPT = """You maintain a user's profile: a few stable facts about the user, key -> value.
 Read the user's message and return ONLY a JSON object:
-{"updates": [{"key": str, "operation": "set" | "delete", "value": str | number | bool | [str, ...],
+{"updates": [{"key": str, "operation": "set" | "delete" | "remove", "value": str | number | bool | [str, ...],
               "confidence": number between 0 and 1, "evidence": "the words that state it"}]}
 Rules:
 - Only facts the user states about THEMSELVES, as true now. Nothing from questions, hypotheticals,
-  wishes or plans, other people ("my sister lives in Rome"), or negated statements.
-- Prefer these keys: name, location (where they live now), hometown, occupation, employer, likes,
-  dislikes, preferences, languages, native_language, pets, birthday, age, favorite_<thing>.
-  Keys are short snake_case; Chinese keys are fine when no English key fits.
-- likes, dislikes, preferences, languages and pets are lists of strings: give the COMPLETE new list,
-  starting from the current profile you are shown.
+  wishes or plans, other people ("my sister lives in Rome"), states that are over ("I used to"),
+  temporary stays ("in Rome this week"), or negated statements.
+- Use these keys: name, age (int), birthday (YYYY-MM-DD, or MM-DD without a year), nationality
+  (country), hometown, location (where they live now), timezone, languages, occupation, employer
+  (a named organisation only), school, major, partner, children, family, pets, diet, allergies,
+  likes, dislikes. Another short snake_case key only when none fits.
+- partner is one "kind: Name" ("wife: Priya", or "wife" unnamed); children, family and pets are
+  lists of "kind: Name" / "kind" ("son: Noah", "greyhound: Biscuit"). diet items are labels
+  ("vegan", "halal") or "no:<food>". allergies are the allergen alone ("peanuts").
+- List keys (languages, children, family, pets, diet, allergies, likes, dislikes): give the
+  COMPLETE new list, starting from the current profile you are shown; to take items out because
+  the user said so ("I no longer like X"), use {"operation": "remove", "value": [the items]}.
 - "Forget my X" / "忘记我的X": {"key": X's key, "operation": "delete"} with no value.
 - Keep values in the user's language. No facts -> {"updates": []}."""
 
@@ -227,18 +252,18 @@ def parse_llm_updates(text: str, evidence: str = "") -> list[ProfileUpdate]:
         if not isinstance(item, Mapping):
             raise InvalidInput(f"{where} must be an object", field=where)
         operation = item.get("operation", "set")
-        if operation not in ("set", "delete"):
-            raise InvalidInput(f'{where}.operation must be "set" or "delete", got {operation!r}', field=where)
+        if operation not in ("set", "delete", "remove"):
+            raise InvalidInput(f'{where}.operation must be "set", "delete" or "remove", got {operation!r}', field=where)
         if "key" not in item:
             raise InvalidInput(f"{where} has no key", field=where)
-        if operation == "set" and "value" not in item:
+        if operation != "delete" and "value" not in item:
             raise InvalidInput(f"{where} sets {item['key']!r} without a value", field=where)
         said = item.get("evidence")
         try:
             out.append(
                 ProfileUpdate(
                     key=item["key"],
-                    value=item.get("value") if operation == "set" else None,
+                    value=item.get("value") if operation != "delete" else None,
                     confidence=item.get("confidence", 0.8),
                     operation=operation,
                     evidence=said if isinstance(said, str) and said else evidence,

@@ -37,7 +37,8 @@ def D(key: str) -> Expected:
     return (key, None, "delete")
 
 
-# Every sentence with the profile updates it must produce; [] = must change nothing.
+# Every sentence with the profile updates it must produce; [] = must change nothing. Values
+# follow the schema of docs/profile.md (canonical keys, ISO birthdays, "kind: Name" entities).
 TABLE: list[tuple[str, list[Expected]]] = [
     # -- English statements
     ("I live in Berlin.", [S("location", "Berlin")]),
@@ -49,13 +50,13 @@ TABLE: list[tuple[str, list[Expected]]] = [
     ("I'm a data scientist by profession.", [S("occupation", "data scientist")]),
     ("I work at Siemens.", [S("employer", "Siemens")]),
     ("I love hiking.", [S("likes", ("hiking",))]),
-    ("I prefer tea over coffee.", [S("preferences", ("tea over coffee",))]),
+    ("I prefer tea over coffee.", [S("likes", ("tea",))]),
     ("I don't like olives.", [S("dislikes", ("olives",))]),
     ("I speak German and French.", [S("languages", ("German", "French"))]),
-    ("I have a dog named Rex.", [S("pets", ("dog named Rex",))]),
-    ("My birthday is March 3rd.", [S("birthday", "March 3rd")]),
+    ("I have a dog named Rex.", [S("pets", ("dog: Rex",))]),
+    ("My birthday is March 3rd.", [S("birthday", "03-03")]),
     ("I'm 34 years old.", [S("age", 34)]),
-    ("My favorite color is green.", [S("favorite_color", "green")]),
+    ("My favorite color is green.", [S("likes", ("green",))]),
     ("I'm from Spain.", [S("hometown", "Spain")]),
     ("Forget my address.", [D("location")]),
     ("I live in New York City and I work at Acme Corp.", [S("location", "New York City"), S("employer", "Acme Corp")]),
@@ -70,9 +71,9 @@ TABLE: list[tuple[str, list[Expected]]] = [
     ("我不喜欢香菜。", [S("dislikes", ("香菜",))]),
     ("我会说中文和英语。", [S("languages", ("中文", "英语"))]),
     ("我养了一只猫。", [S("pets", ("猫",))]),
-    ("我的生日是5月20日。", [S("birthday", "5月20日")]),
+    ("我的生日是5月20日。", [S("birthday", "05-20")]),
     ("我今年二十八岁。", [S("age", 28)]),
-    ("我的母语是粤语", [S("native_language", "粤语")]),
+    ("我的母语是粤语", [S("languages", ("粤语",))]),
     ("忘记我的生日。", [D("birthday")]),
     ("I enjoy reading, cooking and running.", [S("likes", ("reading", "cooking", "running"))]),
     ("我最近爱上了跑步。", [S("likes", ("跑步",))]),
@@ -114,13 +115,13 @@ TABLE: list[tuple[str, list[Expected]]] = [
     ("Don't forget my birthday!", []),
     ("Call me when you land.", []),
     ("I love it!", []),
-    ("Hello, I am Chinese.", []),
+    ("Hello, I am Chinese.", [S("nationality", "China")]),  # a nationality, not a name
     ("我不住在北京。", []),
     ("我不是医生。", []),
     ("别忘了我的生日。", []),
     ("我没有养狗。", []),
     ("我爱你。", []),
-    ("我爱人是医生。", []),
+    ("我爱人是医生。", [S("partner", "爱人")]),  # my spouse is a doctor: a partner, not my job
     ("我叫外卖了。", []),
     ("我喜欢上了一个女孩。", []),
     ("I like to think so.", []),
@@ -135,9 +136,9 @@ TABLE: list[tuple[str, list[Expected]]] = [
     ("I'm a big fan of yours.", []),
     # -- job phrases with more after them
     ("I work as hard as I can.", []),
-    ("I work as a UX designer at a fintech in Manchester.", [S("occupation", "UX designer")]),
+    ("I work as a UX designer at a fintech in Manchester.", [S("occupation", "UX designer"), S("location", "Manchester")]),
     ("I work as a software engineer at Google in London.", [S("occupation", "software engineer"),
-                                                             S("employer", "Google")]),
+                                                             S("employer", "Google"), S("location", "London")]),
     # -- Chinese look-alikes
     ("我爱死你了。", []),
     ("我叫了外卖。", []),
@@ -146,7 +147,7 @@ TABLE: list[tuple[str, list[Expected]]] = [
     ("我喜欢爬山和游泳。", [S("likes", ("爬山", "游泳"))]),
     ("我在字节跳动上班。", [S("employer", "字节跳动")]),
     ("我试试。我住在徐汇区，和女朋友林悦合租一套两居室。", [S("location", "徐汇区")]),  # from data/conversations
-    ("你好，我叫李雯，在杭州一家电商公司做运营。", [S("name", "李雯")]),
+    ("你好，我叫李雯，在杭州一家电商公司做运营。", [S("name", "李雯"), S("location", "杭州"), S("occupation", "运营")]),
 ]
 
 
@@ -198,6 +199,31 @@ REVIEWED_SAMPLE_UPDATES = {
     ("mixed_01_kevin_singapore", "S1:T1", S("name", "Kevin")),
     ("zh_01_liwen_shenzhen", "S1:T1", S("name", "李雯")),
     ("zh_02_chenhao_shanghai", "S1:T9", S("location", "徐汇区")),
+    # reviewed when the schema rules came (issue #13)
+    ("en_01_maya_lisbon", "S1:T1", S("name", "Maya")),
+    ("en_01_maya_lisbon", "S1:T1", S("location", "Manchester")),  # works there, no home city given
+    ("en_01_maya_lisbon", "S1:T7", S("diet", ("no:pork",))),
+    ("en_01_maya_lisbon", "S1:T9", S("family", ("sister: Hannah",))),
+    ("en_01_maya_lisbon", "S4:T1", S("pets", ("greyhound: Pip",))),  # "a dog! A … greyhound called Pip"
+    ("en_01_maya_lisbon", "S4:T11", S("diet", ("vegetarian",))),
+    ("en_02_daniel_training", "S1:T3", S("occupation", "maths teacher")),
+    ("en_02_daniel_training", "S1:T3", S("location", "Bristol")),
+    ("en_02_daniel_training", "S1:T5", S("allergies", ("peanuts",))),
+    ("en_02_daniel_training", "S1:T9", S("pets", ("tortoise: Gerald",))),
+    ("en_02_daniel_training", "S2:T5", S("family", ("sister: Ama",))),
+    ("en_02_daniel_training", "S5:T5", S("family", ("sister: Ama",))),
+    ("en_03_priya_vancouver", "S1:T5", S("pets", ("cat: Biscuit",))),
+    ("en_03_priya_vancouver", "S2:T9", S("partner", "fiancé: Marcus")),  # "Marcus, my fiancé, …"
+    ("mixed_01_kevin_singapore", "S1:T1", S("location", "新加坡")),
+    ("mixed_01_kevin_singapore", "S1:T1", S("occupation", "software engineer")),
+    ("mixed_01_kevin_singapore", "S1:T3", S("partner", "wife: 美琪")),
+    ("mixed_01_kevin_singapore", "S1:T5", S("location", "Tampines")),  # "我们现在住在 Tampines"
+    ("zh_01_liwen_shenzhen", "S1:T1", S("location", "杭州")),
+    ("zh_01_liwen_shenzhen", "S1:T1", S("occupation", "运营")),
+    ("zh_01_liwen_shenzhen", "S1:T7", S("diet", ("不吃香菜",))),
+    ("zh_02_chenhao_shanghai", "S1:T1", S("location", "上海")),
+    ("zh_02_chenhao_shanghai", "S1:T1", S("occupation", "审计")),
+    ("zh_02_chenhao_shanghai", "S2:T9", S("hometown", "绍兴")),
 }
 
 
@@ -259,7 +285,7 @@ def test_forget_deletes_and_history_keeps_the_deletion(store: ProfileStore) -> N
     applied = apply_updates(store, "u1", extractor.extract("Forget my birthday."), Provenance("message", "s", "m2"))
     assert applied.deleted == ("birthday",)
     assert store.get("u1", "birthday") is None
-    assert [e.value for e in store.history("u1", "birthday")] == ["May 4th", None]
+    assert [e.value for e in store.history("u1", "birthday")] == ["05-04", None]
     applied = apply_updates(store, "u1", extractor.extract("忘记我的地址"), Provenance("message", "s", "m3"))
     assert applied.deleted == ("location",) and store.all("u1") == []
 
@@ -311,8 +337,11 @@ def test_offline_extractor_specifics() -> None:
     extractor = OfflineProfileExtractor()
     assert isinstance(extractor, ProfileExtractor)
     assert extractor.extract("") == []
-    assert _found(extractor.extract("我在北京工作。")) == []  # a city says where, not for whom
-    assert _found(extractor.extract("I live in Berlin, what about you?")) == []  # the sentence is a question
+    # a city says where (the work city is the location when no home city is given), not for whom
+    assert _found(extractor.extract("我在北京工作。")) == [S("location", "北京")]
+    # a statement next to a question still counts; a fact asked about does not
+    assert _found(extractor.extract("I live in Berlin, what about you?")) == [S("location", "Berlin")]
+    assert _found(extractor.extract("Do I live in Berlin?")) == []
     assert _found(extractor.extract("I'm 500 years old.")) == []  # out of range for an age
     assert _found(extractor.extract("Please forget my phone number")) == [D("phone_number")]
     with pytest.raises(InvalidInput):
@@ -354,7 +383,7 @@ def test_llm_extractor_returns_validated_updates_and_records_usage(served: Serve
     extractor = LLMProfileExtractor(served.llm)
     current = [MemoryProfileStore().set("u1", "pets", ["cat"])]  # type: ignore[arg-type]  # lists are accepted
     updates = extractor.extract("我老家是杭州，我还养了一只狗。", current=current)
-    assert _found(updates) == [S("home_town", "杭州"), S("pets", ("cat", "dog"))]
+    assert _found(updates) == [S("hometown", "杭州"), S("pets", ("cat", "dog"))]  # "Home Town" is an alias
     assert updates[1].confidence == 0.8  # the default when the model gives none
     assert extractor.usage_total.total_tokens == 150 and extractor.invalid_replies == 0
     body = served.server.completion_requests[0].body

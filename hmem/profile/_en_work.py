@@ -1,0 +1,201 @@
+"""English rules for what the user does: occupation, employer, school, major. Pure.
+
+An occupation is a noun phrase headed by a job word (:data:`~hmem.profile._lex_en.JOBS`:
+"backend engineer", "pastry chef"), a field of work ("I'm in HR"), or a verb that names
+one ("I teach" → teacher). An employer must be a *name* (capitalised, or Chinese): "at
+a fintech startup" names nobody. Places after the job go to ``location``.
+
+Example::
+
+    >>> from hmem.profile._clauses import analyse
+    >>> cs = analyse("I work for the NHS as a pharmacist")
+    >>> sorted((f.key, f.value) for i in range(len(cs)) for f in work(cs, i))
+    [('employer', 'NHS'), ('occupation', 'pharmacist')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed, negated
+from hmem.profile._lex_en import FIELDS, JOBS, PLACES, SCHOOL_WORDS, STUDY_YEARS
+from hmem.profile._values import Found, en_place, fact
+
+__all__ = ["JOB_NP", "JOB_PHRASE", "ORG", "work"]
+
+
+def _alt(words: object) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # type: ignore[call-overload]
+
+
+_STOP = (r"(?:of|in|at|for|with|to|from|and|or|but|the|a|an|my|our|who|that|which|fan|on|by|as|so|is|am|are|was|"
+         r"very|really|huge|big|total|bit|kind|sort|here|there|now|still|just|basically|literally|professional napper)")
+_MOD = rf"(?!{_STOP}\b)[A-Za-z][\w/&'-]*"
+_HEAD = rf"(?:{_alt(JOBS | STUDY_YEARS)})"
+_SPECIAL = (r"stay[- ]at[- ]home (?:mom|mum|dad|parent|mother|father|mama)|full[- ]time (?:mom|mum|dad|parent)|"
+            r"work[- ]from[- ]home (?:mom|mum|dad|parent)")
+#: An occupation noun phrase: up to four modifiers and a job word ("second year CS student").
+JOB_PHRASE = rf"(?:{_SPECIAL}|(?:{_MOD}\s+){{0,4}}?{_HEAD}(?:\s+{_HEAD}(?![\w-]))?)(?![\w-])"
+JOB_NP = rf"(?P<job>{JOB_PHRASE})"
+#: A named organisation: capitalised words ("Georgia Tech", "ASML"), or Chinese characters.
+ORG = rf"(?:the\s+)?(?P<org>(?:[A-Z][\w&.'-]*)(?:\s+(?:of\s+|&\s+|and\s+)?[A-Z][\w&.'-]*){{0,4}}|[{CJK}]{{2,12}})"
+_SUBJECTS = ("english", "math", "maths", "mathematics", "physics", "chemistry", "chem", "biology", "science", "history",
+             "geography", "music", "art", "pe", "french", "spanish", "german", "chinese", "mandarin", "japanese", "esl",
+             "drama", "economics", "yoga", "piano", "dance", "swimming", "computer science", "cs")
+_DEGREE = (r"(?P<deg>phd|ph\.d\.?|doctorate|dphil|masters?|master's|msc|ma|mba|mphil|bsc|ba|bachelor'?s|"
+           r"undergrad(?:uate)?(?: degree)?|degree)")
+_NOT_MAJOR_MODS = re.compile(r"\b(?:first|second|third|fourth|final|1st|2nd|3rd|4th|year|grad|graduate|phd|college|"
+                             r"university|uni|high|school|international|mature|full-time|part-time|exchange|med|"
+                             r"undergrad|undergraduate|postgrad|masters|doctoral|former|current|new|young|old)\b",
+                             re.IGNORECASE)
+_COMPANY_NOUN = (r"(?:startup|start-up|company|firm|business|agency|studio|shop|restaurant|cafe|café|bakery|practice|"
+                 r"clinic|charity|nonprofit|non-profit|lab|brand|consultancy|bar|store)")
+
+
+def _clean_job(job: str) -> str:
+    """The job phrase without "UK-based"-style place modifiers."""
+    words = [w for w in job.split() if not re.search(r"-based$", w, re.IGNORECASE)]
+    return " ".join(words)
+
+
+def _org(text: str) -> str | None:
+    m = re.match(ORG, text.strip())
+    if not m:
+        return None
+    org = re.sub(r"\s+(?:of|and|&)$", "", m.group("org")).strip()
+    if org.lower() in PLACES or org.lower() in FIELDS or org in ("I", "My", "Our"):
+        return None
+    return org
+
+
+def _is_school(org: str, student: bool) -> bool:
+    words = org.lower().split()
+    return any(w in SCHOOL_WORDS for w in words) or (student and bool(re.fullmatch(r"[A-Z]{2,6}", org)))
+
+
+def _after_job(c: Clause, job: str, rest: str, conf: float) -> list[Found]:
+    """The facts of a job phrase and what follows it ("… at Shopify", "… in Leeds")."""
+    head = job.rsplit(maxsplit=1)[-1].lower()
+    student = head.rstrip("s") in {"student", "undergrad", "undergraduate", "postdoc"} or head in STUDY_YEARS
+    out: list[Found] = []
+    if head in STUDY_YEARS:
+        out.append(fact("occupation", "student", conf, c.text))
+    else:
+        out.append(fact("occupation", _clean_job(job), conf, c.text))
+    if student:
+        mods = re.sub(r"[\s-]+", " ", _NOT_MAJOR_MODS.sub(" ", " ".join(job.split()[:-1]))).strip()
+        if mods and len(mods.split()) <= 3:
+            out.append(fact("major", mods, 0.7, c.text))
+        studying = re.search(r"\bstudying (?P<m>[A-Za-z][\w ]{1,30}?)(?=$|,| at | in | and )", rest)
+        if studying:
+            out.append(fact("major", studying.group("m"), 0.75, c.text))
+    m = re.match(r"^\s*(?:,\s*)?(?:at|for|with|of)\s+(?P<v>.+)$", rest)
+    org = _org(m.group("v")) if m else None
+    if org:
+        out.append(fact("school" if student or _is_school(org, student) else "employer", org, 0.8, c.text))
+    origin = re.search(r"\bfrom (?P<v>.+)$", rest)
+    if origin and (value := en_place(origin.group("v"))) and allowed(c, TIMELESS):
+        out.append(fact("hometown", value, 0.75, c.text))
+    called = re.search(rf"\b{_COMPANY_NOUN} (?:called|named) (?P<v>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*)?)", rest)
+    if called and not org:
+        out.append(fact("employer", called.group("v"), 0.75, c.text))
+    place = re.search(r"\bin (?P<v>[A-Z" + CJK + r"a-z].*)$", rest)
+    if place and (value := en_place(place.group("v"))) and value.lower() not in FIELDS and allowed(c, STAY):
+        out.append(fact("location", value, 0.7, c.text))
+    return out
+
+
+def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
+    c, p = cs[i], cs[i].pred
+    if c.subject not in ("self", "with") or not allowed(c, CURRENT):
+        return []
+    flags = re.IGNORECASE
+    m = re.match(rf"^(?:am|are) (?:also |currently |now |still |actually )?(?:a |an |the )?(?:\d{{1,2}}\s?(?:yo|y/o)\s+|"
+                 rf"\d{{1,2}}[- ]year[- ]old\s+)?{JOB_NP}(?P<rest>.*)$", p, flags) or re.match(rf"^have been (?:a |an )?{JOB_NP}(?P<rest>\s+for\b.*)$", p, flags)
+    if m and not negated(p[: m.start("job")]) and not re.match(r"^\s+fan\b", m.group("rest")):
+        return _after_job(c, m.group("job"), m.group("rest"), 0.85)
+    m = re.match(rf"^(?:am|are) .*?\band (?:a |an )?{JOB_NP}(?P<rest>.*)$", p, flags)
+    if m and not negated(p[: m.start("job")]) and not re.match(r"^\s+fan\b", m.group("rest")):
+        return _after_job(c, m.group("job"), m.group("rest"), 0.8)
+    m = re.search(rf"\bwork(?:s|ing)?(?: \w+)? as (?:a |an |the )?{JOB_NP}(?P<rest>.*)$", p, flags)
+    if m and not negated(p[: m.start("job")]):
+        return _after_job(c, m.group("job"), m.group("rest"), 0.85)
+    m = re.search(rf"\b(?:work(?:s|ing)?|joined|started at|just started at|got a job at)\s+(?:at|for)?\s*{ORG}"
+                  rf"(?:\s+as (?:a |an |the )?{JOB_NP})?", p)
+    if m and not negated(p[: m.start("org")]) and (org := _org(m.group(0)[m.start("org") - m.start(0):])):
+        out = [fact("employer", org, 0.85, c.text)]
+        if m.group("job"):
+            out.append(fact("occupation", _clean_job(m.group("job")), 0.85, c.text))
+        return out
+    m = re.search(rf"\b(?:a|my|new|dream) job (?:at|with) {ORG}", p)
+    if m and not negated(p[: m.start("org")]) and (org := _org(m.group("org"))):
+        return [fact("employer", org, 0.75, c.text)]
+    m = re.match(rf"^(?:am|are) in (?P<f>{_alt(FIELDS)})\b", p, flags) or \
+        re.search(rf"\bwork(?:s|ing)? in (?P<f>{_alt(FIELDS)})\b", p, flags)
+    if m and not negated(p[: m.start("f")]):
+        return [fact("occupation", m.group("f"), 0.75, c.text)]
+    m = re.match(rf"^(?:am |are )?(?:currently )?(?:doing|pursuing|studying for|working on|in the middle of|"
+                 rf"finishing) (?:a |an |my )?{_DEGREE}(?: (?:in|on) (?P<major>[A-Za-z][\w -]{{1,30}}?))?"
+                 rf"(?: at {ORG})?(?=$|,| at | in | and )", p, flags)
+    if m:
+        degree = m.group("deg").lower().replace(".", "")
+        out = [fact("occupation", "phd student" if degree in ("phd", "doctorate", "dphil") else "student", 0.8, c.text)]
+        if m.group("major"):
+            out.append(fact("major", m.group("major").strip(), 0.8, c.text))
+        if m.group("org"):
+            out.append(fact("school", m.group("org"), 0.8, c.text))
+        return out
+    m = re.search(r"(?:^(?:am |are )?|\b(?:recently|just|finally|now|happily) )retired"
+                  r"(?=$|,|\s+(?:from|last|in|this|after|early|since|and|now|so|but|teacher|nurse)\b)", p, flags)
+    if m and not negated(p[: m.start(0)]):
+        return [fact("occupation", "retired", 0.8, c.text)]
+    m = re.match(r"^(?:(?:also|currently|still|now|actually|have been|am|are|and) )*(?:teach|teaches|teaching)\b"
+                 r"(?: (?P<subj>[A-Za-z]+(?: science)?))?", p, flags)
+    if m and not negated(p[: m.start(0)]) and not re.search(r"\bteach(?:ing)? (?:myself|me|him|her|them|my|our)\b", p):
+        subj = (m.group("subj") or "").lower()
+        out = [fact("occupation", f"{subj} teacher" if subj in _SUBJECTS else "teacher", 0.75, c.text)]
+        place = re.search(r"\bin (?P<v>[A-Z" + CJK + r"].*)$", p[m.end():])
+        if place and (value := en_place(place.group("v"))) and allowed(c, STAY):
+            out.append(fact("location", value, 0.7, c.text))
+        return out
+    return []
+
+
+def _intro_job(cs: Sequence[Clause], i: int) -> list[Found]:
+    """A clause that is just a job phrase about the user: "Software engineer at Shopify
+    here", "…, UX designer at a fintech startup here in Manchester"."""
+    c = cs[i]
+    if c.subject != "self" or c.pred != c.bare or not allowed(c, CURRENT):
+        return []
+    intro = i == 0 or (i > 0 and re.search(
+        r"(?:\bam|\bname is|^call me)\s+[A-Z]\w+$|^[A-Z][a-z]+ here$", cs[i - 1].bare) is not None)
+    m = re.match(rf"^(?:a |an )?(?:(?P<age>\d{{1,2}})[- ]year[- ]old )?{JOB_NP}(?P<rest>(?:\s+(?:at|for|with)\s+[^,]+?)?"
+                 rf"(?:\s+here)?(?:\s+(?:in|from)\s+.+)?)$", c.pred, re.IGNORECASE)
+    if not intro or not m:
+        return []
+    age = [fact("age", int(m.group("age")), 0.75, c.text)] if m.group("age") else []
+    return age + _after_job(c, m.group("job"), m.group("rest"), 0.8)
+
+
+def _study(cs: Sequence[Clause], i: int) -> list[Found]:
+    c, p = cs[i], cs[i].pred
+    if c.subject not in ("self", "with") or not allowed(c, frozenset({"question", "hypothetical", "other"})):
+        return []
+    out: list[Found] = []
+    m = re.search(r"\b(?:major|majoring|majored) in (?P<m>[A-Za-z][\w -]{1,30}?)(?=$|,| at | and )", p, re.IGNORECASE) \
+        or re.match(r"^(?:am|are) (?:a |an )?(?P<m>[A-Za-z][\w -]{1,20}?) major\b", p, re.IGNORECASE)
+    if m and not negated(p[: m.start("m")]):
+        out.append(fact("major", m.group("m"), 0.8, c.text))
+    m = re.search(rf"\b(?:study|studying|studied|am studying) (?P<m>[A-Za-z][\w -]{{1,30}}?) at {ORG}", p)
+    if m and not negated(p[: m.start("m")]):
+        out += [fact("major", m.group("m"), 0.8, c.text), fact("school", m.group("org"), 0.8, c.text)]
+    m = re.search(rf"\b(?:graduated|graduate) from {ORG}", p)
+    if m and not negated(p[: m.start("org")]):
+        out.append(fact("school", m.group("org"), 0.8, c.text))
+    return out
+
+
+def work(cs: Sequence[Clause], i: int) -> list[Found]:
+    """Every occupation / employer / school / major fact of clause ``i`` of ``cs``."""
+    return _occupation(cs, i) + _intro_job(cs, i) + _study(cs, i)

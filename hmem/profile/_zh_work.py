@@ -1,0 +1,179 @@
+"""Chinese rules for what the user does: occupation, employer, school, major. Pure.
+
+"在X做/当/上班…": X is a place (→ ``location``), a named organisation (→ ``employer``)
+or a generic one ("一家外企", "一所小学": nothing). English job phrases inside Chinese
+clauses ("做 data engineer", "是 freelance translator") use the English job lexicon.
+
+Example::
+
+    >>> from hmem.profile._clauses import analyse
+    >>> cs = analyse("我在星巴克当店长")
+    >>> [(f.key, f.value) for i in range(len(cs)) for f in zh_work(cs, i)]
+    [('occupation', '店长'), ('employer', '星巴克')]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hmem.profile._clauses import CJK, CURRENT, STAY, Clause, allowed, negated
+from hmem.profile._en_work import JOB_PHRASE
+from hmem.profile._lex_en import FIELDS, PLACES
+from hmem.profile._lex_zh import SURNAMES, ZH_FIELDS, ZH_JOBS
+from hmem.profile._values import Found, fact, zh_is_place, zh_place_prefix
+from hmem.profile._zh_self import zh_pred
+
+__all__ = ["zh_work"]
+
+_JOB = (rf"(?P<job>(?![做当干在是搞不没])(?:(?![的是在了我你他她])[{CJK}A-Za-z]){{0,6}}?(?:{'|'.join(ZH_JOBS)}|{'|'.join(ZH_FIELDS)})|(?i:{JOB_PHRASE})|"
+        rf"(?i:{'|'.join(sorted(FIELDS, key=len, reverse=True))})\b)")
+_JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|,|，|;|$|\s|工作|方面|这块|这一块))"
+_QUANT = r"(?:一名|一个|一位|个|名|位|一枚)?"
+_GENERIC = re.compile(r"^(?:一家|一个|一所|一间|这家|那家|家|某|本地|当地|附近)|^(?:[大小]|私立|公立|国企|外企|私企|央企|"
+                      r"互联网|电商|创业|科技|教育|医疗|金融|咨询|广告|游戏|外贸|传统|本地|三甲|社区|市|县|区)*"
+                      r"(?:公司|外企|企业|单位|学校|医院|银行|工厂|工作室|机构|部门|政府|机关|事业单位|店|厂|小学|中学)$")
+_SCHOOL = re.compile(rf"^(?P<s>[{CJK}]{{2,12}}?(?:大学|学院|中学|小学|高中|学校)|清华|复旦|[{CJK}]{{1,4}}大|[A-Z]{{2,6}}|"
+                     rf"[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){{0,4}})$")
+
+
+def _named_org(org: str) -> str | None:
+    """A named organisation in ``org`` (腾讯, 协和医院, HSBC), None for a place or a generic one
+    ("杭州一家电商公司", "一所小学")."""
+    org = org.strip()
+    place = zh_place_prefix(org)
+    if place and place != org:
+        org = org[len(place):].strip()
+    if re.match(r"^(?:一家|一个|一所|一间|这家|那家)", org):
+        return None
+    if len(org) < 2 or _GENERIC.match(org) or zh_is_place(org) or org.lower() in PLACES:
+        return None
+    latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})(?:\s*[" + CJK + r"]+)?$", org)
+    if latin:
+        return latin.group("o") if latin.group("o").lower() not in PLACES else None
+    return org if re.fullmatch(rf"[{CJK}A-Za-z0-9&·]{{2,16}}", org) else None
+
+
+#: "李老师", "王医生": how someone is addressed (surname + title), not a job description.
+_SURNAME_TITLE = re.compile(rf"^[{SURNAMES}](?:老师|医生|大夫|律师|经理|教授|总|工|博士|主任|师傅)$")
+
+
+def _job(raw: str) -> str:
+    return re.sub(rf"^{_QUANT}\s*", "", raw).strip()
+
+
+def _occupation(c: Clause, p: str) -> list[Found]:
+    out: list[Found] = []
+    m = re.match(rf"^(?:是|本人|我是)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p) or re.match(rf"^(?![做当干在是去来有从]){_JOB}$", p)
+    if m and not negated(p[: m.start("job")]) and not _SURNAME_TITLE.match(_job(m.group("job"))):
+        out.append(fact("occupation", _job(m.group("job")), 0.85, c.text))
+    m = re.search(rf"(?:^|在\s*(?P<org>[^,，]{{1,24}}?)\s*)(?:做|当|干|担任|任)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p)
+    if m and not negated(p[: m.start("job")]):
+        out.append(fact("occupation", _job(m.group("job")), 0.8, c.text))
+        org = m.group("org")
+        if org:
+            named = _named_org(re.sub(rf"\s*[{CJK}]{{2,4}}$", "", org) if re.match(r"[A-Za-z]", org) else org)
+            if named:
+                student = re.search(r"student|学生|研究生|博士生|读|phd", c.sentence, re.IGNORECASE)
+                out.append(fact("school" if student else "employer", named, 0.8, c.text))
+    m = re.search(r"(?:^|在\S{1,20}?)(?:做|当)\s*(?P<job>[A-Z]{2,5})(?=$|[^A-Za-z])", p)
+    if m and not out and not negated(p[: m.start("job")]):  # "做 SDE", "当PM": a job acronym
+        out.append(fact("occupation", m.group("job"), 0.75, c.text))
+    m = re.search(r"从事\s*(?P<job>[^,，;的]{2,8}?)\s*(?:工作|行业|相关工作|方面的工作)?$", p)
+    if m and not negated(p[: m.start()]):
+        out.append(fact("occupation", m.group("job"), 0.75, c.text))
+    m = re.search(rf"(?:职业|工作)(?:是|为)\s*{_QUANT}\s*{_JOB}{_JOB_END}", c.bare if c.subject == "my" else p)
+    if m:
+        out.append(fact("occupation", _job(m.group("job")), 0.85, c.text))
+    m = re.match(r"^(?:在读|正在读|在念)\s*(?P<d>研究生|研|硕士|博士|博|本科|大学|大专|高中|PhD|master'?s?|MBA)", p, re.I)
+    if m:
+        d = m.group("d").lower()
+        out.append(fact("occupation", "研究生" if d in ("研究生", "研", "硕士") else "博士生" if d in ("博士", "博")
+                        else "phd student" if d == "phd" else "学生", 0.8, c.text))
+    m = re.match(rf"^是(?:做|搞|干)\s*(?P<job>(?:(?!的)[{CJK}A-Za-z ]){{1,8}}?)的$", p)
+    if m and not out and not negated(p[: m.start()]):
+        out.append(fact("occupation", m.group("job").strip(), 0.75, c.text))
+    m = re.search(rf"开了?(?:一)?家\s*(?:小)?(?P<x>[{CJK}]{{1,6}}?(?:店|馆|公司|工作室|餐厅|饭店|超市|诊所))", p)
+    if m and not negated(p[: m.start()]):
+        out.append(fact("occupation", m.group("x").removeprefix("小") + "老板", 0.75, c.text))
+    return out
+
+
+_ORG_SUFFIX = re.compile(r"(?:医院|公司|集团|银行|研究院|研究所|中心|局|事务所|大学)$")
+
+
+def _employer(c: Clause, p: str) -> list[Found]:
+    """"在腾讯上班" names an employer; a bare "在X" only when X looks like one (协和医院, HSBC)."""
+    m = re.search(r"在\s*(?P<org>[^,，]{2,24}?)\s*(?:工作|上班|任职|实习|打工)(?:了|呢)?(?:$|,|，)", p)
+    bare = None if m else re.match(r"^在\s*(?P<org>[^,，]{2,24})$", p)
+    m = m or bare
+    if not m or negated(p[: m.start("org")]):
+        return []
+    org = m.group("org").strip()
+    named = _named_org(org)
+    if named is None:
+        latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})\s*(?P<p>[" + CJK + r"]{2,6})$", org)
+        named = latin.group("o") if latin and zh_is_place(latin.group("p")) else None
+    if named and (bare is None or _ORG_SUFFIX.search(named) or re.match(r"[A-Z]", named)):
+        return [fact("employer", named, 0.8, c.text)]
+    return []
+
+
+def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
+    c = cs[i]
+    out: list[Found] = []
+    m = re.search(r"在\s*(?P<s>[^,，;]{2,16}?)\s*(?P<v>读|上(?!班)|念|攻读|就读|学习)\s*(?P<what>[^,，;]{0,12})$", p)
+    if m and not negated(p[: m.start()]) and zh_is_place(m.group("s").strip()) and allowed(c, STAY):
+        out.append(fact("location", m.group("s").strip(), 0.7, c.text))
+        d = m.group("what").strip().lower()
+        out.append(fact("occupation", "研究生" if re.match(r"研|硕士|master", d) else "博士生" if re.match("博", d)
+                        else "phd student" if d.startswith("phd") else "学生", 0.75, c.text))
+    elif m and not negated(p[: m.start()]):
+        school, what = m.group("s").strip(), m.group("what").strip()
+        if _SCHOOL.match(school):
+            out.append(fact("school", school, 0.85, c.text))
+            what = what.removesuffix("专业")
+            if re.match(r"^(?:研|研究生|硕士)", what):
+                out.append(fact("occupation", "研究生", 0.8, c.text))
+            elif re.match(r"^(?:博|博士|phd|PhD|PHD)", what, re.I):
+                out.append(fact("occupation", "博士生" if re.match(r"博", what) else "phd student", 0.8, c.text))
+            else:
+                out.append(fact("occupation", "学生", 0.75, c.text))
+                if what and what not in ("书", "大学", "本科", "高中", "初中") and len(what) <= 8:
+                    out.append(fact("major", what, 0.8, c.text))
+    m = re.search(r"专业(?:是|为)\s*(?P<m>[^,，的]{1,12}?)(?:专业)?(?:$|,|，)", c.bare if c.subject == "my" else p) or \
+        re.search(r"(?:^|是)学\s*(?P<m>[^,，]{1,10}?)的$", p) or re.search(r"研究方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p)
+    if m and not negated(p[: m.start()] if p else ""):
+        out.append(fact("major", m.group("m").strip(), 0.85, c.text))
+    m = re.match(r"^研究\s*(?P<m>[A-Za-z][\w .-]{0,30}|[" + CJK + r"]{2,6})$", p)
+    if m and any("读" in x.text or "student" in x.text.lower() for x in cs if x.sentence == c.sentence):
+        out.append(fact("major", m.group("m").strip(), 0.7, c.text))
+    m = re.search(r"(?:毕业于|毕业自)\s*(?P<s>[^,，]{2,16})", p)
+    if m and _SCHOOL.match(m.group("s").strip()):
+        out.append(fact("school", m.group("s").strip(), 0.8, c.text))
+    m = re.match(r"^是\s*(?P<s>[^,，的]{2,16}?)的\s*(?P<j>学生|研究生|博士生|本科生|大学生|硕士生|博士|老师|教授)", p)
+    if m and not negated(p[: m.start()]):
+        major = re.match(r"^(?P<m>.+?)专业$", m.group("s"))
+        if major:
+            out.append(fact("major", major.group("m"), 0.85, c.text))
+        elif _SCHOOL.match(m.group("s")):
+            out.append(fact("school", m.group("s"), 0.85, c.text))
+        if major or _SCHOOL.match(m.group("s")):
+            out.append(fact("occupation", m.group("j"), 0.85, c.text))
+    m = re.match(r"^(?:今年|现在)?(?:大[一二三四]|研[一二三]|博[一二三四五]|高[一二三])(?:了|学生)?$", p)
+    if m:
+        out.append(fact("occupation", "学生", 0.7, c.text))
+    return out
+
+
+def zh_work(cs: Sequence[Clause], i: int) -> list[Found]:
+    """Every occupation / employer / school / major fact of clause ``i`` (Chinese, mixed)."""
+    c = cs[i]
+    if not re.search(f"[{CJK}]", c.text) or not allowed(c, CURRENT):
+        return []
+    if c.subject == "my":
+        return _occupation(c, "") + _study(cs, i, "")
+    p = zh_pred(c)
+    if c.subject not in ("self", "with") or not p:
+        return []
+    return _occupation(c, p) + _employer(c, p) + _study(cs, i, p)
