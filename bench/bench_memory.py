@@ -76,6 +76,9 @@ class BenchEmbedder:
     def dimension(self) -> int:
         return 384
 
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.real.embed_query(texts)  # questions are always real
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not self.fake or len(texts) <= 8:
             return self.real.embed(texts)

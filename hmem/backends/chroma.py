@@ -13,6 +13,11 @@ Per-user scoping (measured in ``bench/bench_recall.py``, see ``docs/longterm.md`
 * ``scoping="where"`` — one shared collection, every vector tagged ``_hmem_user``
   and every query filtered by it (several times slower at 10k items per user).
 
+Each collection records the embedder that filled it (``stamp``/``set_stamp``; with
+``scoping="where"`` one stamp covers every user of the shared collection), and
+``staged`` rebuilds a user's collection for a new embedder and swaps it in by renames
+(``scoping="collection"`` only; see :mod:`hmem.backends._chroma_stamps`).
+
 Example::
 
     >>> import tempfile
@@ -34,17 +39,28 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from hmem.backends._chroma_stamps import (
+    ChromaStage,
+    get_collection,
+    guard,
+    meta_stamp,
+    paged_metadatas,
+    recover,
+    sample_dimension,
+    stamp_collection,
+)
 from hmem.backends.memory.items import check_ids
 from hmem.backends.memory.vectors import (
     check_k,
     check_query,
     check_query_ids,
     check_query_vector,
+    check_stamp,
     check_vectors,
     check_where,
 )
-from hmem.errors import BackendUnavailable, ConfigError, HmemError, InvalidInput
-from hmem.protocols import ScoredId
+from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
+from hmem.protocols import IndexStamp, ScoredId
 from hmem.types import check_id
 
 __all__ = ["ChromaVectorIndex", "chroma_http_client", "chroma_persistent_client", "collection_name"]
@@ -117,6 +133,7 @@ class ChromaVectorIndex:
         self._prefix = collection_prefix
         self._scoping = scoping
         self._cache: dict[str, Any] = {}
+        self._known: dict[str, IndexStamp] = {}  # collection name -> the stamp this index last saw
         self._lock = threading.Lock()
 
     # -- collections --------------------------------------------------------------
@@ -127,31 +144,37 @@ class ChromaVectorIndex:
         return collection_name(self._prefix, user_id)
 
     def _collection(self, user_id: str, *, create: bool) -> Any | None:
-        from chromadb.errors import NotFoundError
-
+        """The user's collection (cached handle). A collection this index saw stamped is
+        only ever reopened with that stamp: recreated stamped after another process
+        deleted it, refused (``ConfigError``) if another embedder took it meanwhile."""
         name = self._name(user_id)
         with self._lock:
-            cached = self._cache.get(name)
+            cached, known = self._cache.get(name), self._known.get(name)
         if cached is not None:
             return cached
-        if create:
-            meta = {"hnsw:space": "cosine"}
-            if self._scoping == "collection":
-                meta["hmem_user"] = user_id[:200]
+        meta: dict[str, Any] = {"hmem_user": user_id} if self._scoping == "collection" else {}
+        if create and known is not None:
+            col = stamp_collection(self._client, name, meta, known)
+        elif create:
             col = self._guard(lambda: self._client.get_or_create_collection(
-                name, embedding_function=None, metadata=meta))
+                name, embedding_function=None, metadata={"hnsw:space": "cosine", **meta}))
         else:
-            try:
-                col = self._guard(lambda: self._client.get_collection(name, embedding_function=None))
-            except NotFoundError:
+            col = get_collection(self._client, name)
+            if col is None:
                 return None
+        found = meta_stamp(col.metadata)
+        if known is not None and found not in (None, known):
+            raise ConfigError(f"the vectors of user {user_id!r} were rebuilt for {found} while this process uses "
+                              f"{known}: restart it with the embedder the index now holds")
         with self._lock:
             self._cache[name] = col
+            if found is not None:
+                self._known[name] = found
         return col
 
     def _with_collection(self, user_id: str, create: bool, fn: Callable[[Any], _T], default: _T) -> _T:
-        """Run ``fn(collection)``; if the cached handle went stale (collection deleted by
-        another instance), drop it and try once more."""
+        """Run ``fn(collection)``; if the cached handle went stale (collection deleted or
+        rebuilt by another instance), drop it and try once more (see :meth:`_collection`)."""
         from chromadb.errors import NotFoundError
 
         for attempt in range(2):
@@ -167,18 +190,7 @@ class ChromaVectorIndex:
                     raise BackendUnavailable(f"Chroma collection for user {user_id!r} vanished twice") from None
         return default  # pragma: no cover
 
-    @staticmethod
-    def _guard(fn: Callable[[], _T]) -> _T:
-        from chromadb.errors import InvalidArgumentError, NotFoundError
-
-        try:
-            return fn()
-        except (HmemError, NotFoundError):
-            raise
-        except InvalidArgumentError as exc:
-            raise InvalidInput(f"Chroma rejected the request: {exc}", field="vectors") from exc
-        except Exception as exc:
-            raise BackendUnavailable(f"Chroma call failed: {type(exc).__name__}: {exc}") from exc
+    _guard = staticmethod(guard)
 
     def _key(self, user_id: str, doc_id: str) -> str:
         # One shared collection holds every user: prefix ids so two users' item ids never collide.
@@ -216,6 +228,10 @@ class ChromaVectorIndex:
         chroma_metas = [m or None for m in metas]  # Chroma rejects an empty dict, accepts None
 
         def run(col: Any) -> None:
+            stamp = meta_stamp(col.metadata)
+            if stamp is not None and stamp.dimension != mat.shape[1]:
+                raise InvalidInput(f"vectors have dimension {mat.shape[1]} but this user's index is stamped "
+                                   f"{stamp.embedder} (dim {stamp.dimension})", field="vectors")
             for start in range(0, len(keys), 4000):  # below Chroma's max batch size
                 end = start + 4000
                 col.upsert(ids=keys[start:end], embeddings=mat[start:end], metadatas=chroma_metas[start:end])
@@ -299,6 +315,7 @@ class ChromaVectorIndex:
         name = self._name(user_id)
         with self._lock:
             self._cache.pop(name, None)
+            self._known.pop(name, None)  # with its stamp: any embedder may start the user again
         with contextlib.suppress(NotFoundError):
             self._guard(lambda: self._client.delete_collection(name))
 
@@ -309,3 +326,71 @@ class ChromaVectorIndex:
                 user_id, False, lambda col: len(col.get(where={_USER_KEY: user_id}, include=[])["ids"]), 0
             )
         return self._with_collection(user_id, False, lambda col: int(col.count()), 0)
+
+    # -- stamps and rebuilds (see hmem.protocols.VectorIndex) --------------------------
+
+    def _fresh(self, user_id: str) -> Any | None:
+        """The user's collection as Chroma has it now (another process may have stamped
+        or rebuilt it); refreshes the cached handle."""
+        name = self._name(user_id)
+        if self._scoping == "collection":
+            recover(self._client, name)
+        col = get_collection(self._client, name)
+        stamp = None if col is None else meta_stamp(col.metadata)
+        with self._lock:
+            if col is None:
+                self._cache.pop(name, None)
+            else:
+                self._cache[name] = col
+            if stamp is not None:  # what the store checks its embedder against, from now on
+                self._known[name] = stamp
+        return col
+
+    def _user_where(self, user_id: str) -> dict[str, Any] | None:
+        return {_USER_KEY: user_id} if self._scoping == "where" else None
+
+    def stamp(self, user_id: str) -> IndexStamp | None:
+        check_id(user_id, "user_id")
+        col = self._fresh(user_id)
+        if col is None:
+            return None
+        found = meta_stamp(col.metadata)
+        if found is not None:
+            return found
+        dim = sample_dimension(col, self._user_where(user_id))
+        return None if dim is None else IndexStamp(None, dim)
+
+    def set_stamp(self, user_id: str, stamp: IndexStamp) -> None:
+        check_id(user_id, "user_id")
+        check_stamp(stamp)
+        name = self._name(user_id)
+        col = stamp_collection(self._client, name, {"hmem_user": user_id} if self._scoping == "collection" else {},
+                               stamp)
+        with self._lock:
+            self._cache[name], self._known[name] = col, stamp
+
+    def users(self) -> list[str]:
+        if self._scoping == "where":
+            col = get_collection(self._client, self._name("any"))
+            return [] if col is None else sorted({str(m[_USER_KEY]) for _, m in paged_metadatas(col) if _USER_KEY in m})
+        out = set()
+        for col in self._guard(self._client.list_collections):
+            user = (col.metadata or {}).get("hmem_user")
+            if isinstance(user, str) and col.name == collection_name(self._prefix, user):
+                out.add(user)
+        return sorted(out)
+
+    def staged(self, user_id: str, stamp: IndexStamp) -> ChromaStage:
+        check_id(user_id, "user_id")
+        check_stamp(stamp)
+        if self._scoping == "where":
+            raise ConfigError("rebuilding vectors for a new embedder (hmem reindex) needs scoping='collection': one "
+                              "shared collection holds one embedder for every user")
+        name = self._name(user_id)
+
+        def committed() -> None:
+            with self._lock:
+                self._cache.pop(name, None)
+                self._known[name] = stamp
+
+        return ChromaStage(self._client, user_id, name, stamp, committed)

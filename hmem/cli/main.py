@@ -22,6 +22,7 @@ COMMAND_MODULES: list[str] = [
     "hmem.cli.memory_cmd",
     "hmem.cli.profile_cmd",
     "hmem.cli.transfer_cmd",
+    "hmem.cli.reindex_cmd",
     "hmem.cli.chat_cmd",
     "hmem.cli.serve_cmd",
     "hmem.cli.eval_cmd",

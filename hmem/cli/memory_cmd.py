@@ -264,3 +264,15 @@ def _render_inspect(console: Console, data: dict[str, Any]) -> None:
         f"summaries ({st['summarized_messages']} messages folded), {st['profile_keys']} profile keys, "
         f"{st['items']} long-term items {st['items_by_kind']}",
     ))
+    _render_embedder(console, st["embedder"])
+
+
+def _render_embedder(console: Console, emb: dict[str, Any]) -> None:
+    console.print(text(f"Embedder: {emb['model']}"))
+    if emb["fallback"]:
+        console.print(text(f"  fallback: {emb['fallback']}", "bold yellow"))
+    vecs = emb["vectors"]
+    if vecs is not None and not vecs["matches"]:
+        made = vecs["embedder"] or "an unrecorded embedder"
+        console.print(text(f"  this user's vectors were made with {made} (dim {vecs['dimension']}): "
+                           "run `hmem reindex` before recalling", "bold red"))

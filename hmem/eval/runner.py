@@ -88,7 +88,7 @@ CONFIGS: Mapping[str, EvalConfig] = {
     c.name: c
     for c in (
         EvalConfig("bm25", "lexical", "BM25 only (hmem's lexical index)"),
-        EvalConfig("dense", "dense", "dense only (MiniLM embeddings, cosine)"),
+        EvalConfig("dense", "dense", "dense only (the embedder's query vs stored vectors, cosine)"),
         EvalConfig("hybrid", "recall", "hybrid, plain RRF (k=60, equal weights)", fusion="rrf"),
         EvalConfig(
             "hybrid+recency",
@@ -246,7 +246,9 @@ def run_eval(
     configuration and score at turn level.
 
     ``open_memory(path)`` builds the Memory (default: ``Memory.open(path,
-    embedder=embedder)``, the embedded default). ``workdir`` keeps the store (default:
+    embedder=embedder)``, the embedded default; pass ``embedder=`` to compare models —
+    the ``dense`` configuration embeds each question with ``embed_query``, as recall
+    does). ``workdir`` keeps the store (default:
     a temporary folder, deleted afterwards). ``limit_questions`` caps the questions
     *per conversation*. Raises :class:`InvalidInput` for unknown configurations or bad
     limits, before anything is written.

@@ -63,7 +63,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         allowed = ports.items.find_ids(user_id, flt)
         if not allowed:
             return []
-    qvec = ports.embedder.embed([query])[0]
+    qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
     lexical = ports.lexical.search(user_id, query, depth, allowed_ids=allowed)
     found = ports.items.get(user_id, list(dict.fromkeys([h.id for h in dense] + [h.id for h in lexical])))

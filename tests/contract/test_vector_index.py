@@ -32,7 +32,11 @@ class TestChromaEmbeddedVectorIndex(VectorIndexContract):
 
 
 class TestChromaEmbeddedWhereVectorIndex(VectorIndexContract):
-    """One collection for all users, scoped by a where filter."""
+    """One collection for all users, scoped by a where filter: one stamp for all of them,
+    and no staged rebuild (``hmem reindex`` needs a collection per user)."""
+
+    has_staged = False
+    stamps_per_user = False
 
     @pytest.fixture
     def index(self, tmp_path: Path) -> VectorIndex:

@@ -68,6 +68,9 @@ class _Refuses:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         raise AssertionError(f"recomputed {list(texts)}")
 
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        raise AssertionError(f"recomputed query {list(texts)}")
+
 
 @pytest.mark.slow
 def test_cache_persists_in_the_sqlite_file_and_is_keyed_by_model(model: SentenceTransformerEmbedder, tmp_path: Path) -> None:

@@ -25,15 +25,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from hmem.backends.memory.items import check_ids
-from hmem.errors import InvalidInput
-from hmem.protocols import ScoredId
+from hmem.errors import ConfigError, InvalidInput
+from hmem.protocols import IndexStamp, ScoredId
 from hmem.types import check_id
 
 __all__ = [
     "MemoryVectorIndex",
+    "check_fingerprints",
     "check_k",
     "check_query",
     "check_query_ids",
+    "check_stamp",
     "check_vectors",
     "check_where",
     "where_matches",
@@ -192,6 +194,28 @@ def check_query_ids(
     return check_query_vector(vector), check_ids(sorted(ids))
 
 
+def check_stamp(stamp: object) -> IndexStamp:
+    """A stamp an index may record: a named embedder and a positive dimension."""
+    if not isinstance(stamp, IndexStamp) or not isinstance(stamp.embedder, str) or not stamp.embedder.strip() \
+            or len(stamp.embedder) > 500 or isinstance(stamp.dimension, bool) or not isinstance(stamp.dimension, int) \
+            or stamp.dimension < 1:
+        raise InvalidInput(f"stamp must be IndexStamp(embedder name, dimension >= 1), got {stamp!r}", field="stamp")
+    return stamp
+
+
+def check_fingerprints(fingerprints: Sequence[str], n: int) -> list[str]:
+    """One non-empty fingerprint string per staged vector."""
+    if isinstance(fingerprints, str) or len(fingerprints) != n or not all(
+            isinstance(f, str) and 0 < len(f) <= 200 for f in fingerprints):
+        raise InvalidInput(f"fingerprints must be {n} non-empty strings (one per id)", field="fingerprints")
+    return list(fingerprints)
+
+
+def _check_dimension(mat: NDArray[np.float32], dim: int | None) -> None:
+    if dim is not None and mat.shape[1] != dim:
+        raise InvalidInput(f"vectors have dimension {mat.shape[1]} but this user's index holds {dim}", field="vectors")
+
+
 class _UserVectors:
     def __init__(self, dim: int) -> None:
         self.dim = dim
@@ -200,11 +224,52 @@ class _UserVectors:
         self.order: list[str] = []
 
 
+class _Stage:
+    """:class:`~hmem.protocols.StagedVectors` of :class:`MemoryVectorIndex`."""
+
+    def __init__(self, owner: MemoryVectorIndex, user_id: str, stamp: IndexStamp) -> None:
+        self._owner, self._user, self.stamp = owner, user_id, stamp
+        self._vectors = _UserVectors(stamp.dimension)
+        self._fps: dict[str, str] = {}
+
+    def fingerprints(self) -> dict[str, str]:
+        with self._owner._lock:
+            return dict(self._fps)
+
+    def upsert(self, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]], fingerprints: Sequence[str]) -> None:
+        id_list, mat, metas = check_vectors(ids, vectors, metadatas)
+        fps = check_fingerprints(fingerprints, len(id_list))
+        if not id_list:
+            return
+        _check_dimension(mat, self.stamp.dimension)
+        with self._owner._lock:
+            for doc_id, row, meta, fp in zip(id_list, mat, metas, fps, strict=True):
+                self._vectors.rows[doc_id] = (row, meta)
+                self._fps[doc_id] = fp
+
+    def delete(self, ids: Sequence[str]) -> None:
+        with self._owner._lock:
+            for doc_id in check_ids(ids):
+                self._vectors.rows.pop(doc_id, None)
+                self._fps.pop(doc_id, None)
+
+    def commit(self) -> None:
+        with self._owner._lock:
+            if self._owner._stages.get(self._user) is not self:
+                raise InvalidInput("this rebuild was replaced or already committed; open a new one", field="stamp")
+            self._owner._users[self._user] = self._vectors
+            self._owner._stamps[self._user] = self.stamp
+            del self._owner._stages[self._user]
+
+
 class MemoryVectorIndex:
     """Exact cosine search over numpy rows, per user; the reference implementation."""
 
     def __init__(self) -> None:
         self._users: dict[str, _UserVectors] = {}
+        self._stamps: dict[str, IndexStamp] = {}
+        self._stages: dict[str, _Stage] = {}
         self._lock = threading.RLock()
 
     def upsert(
@@ -220,10 +285,8 @@ class MemoryVectorIndex:
             return
         with self._lock:
             user = self._users.get(user_id)
-            if user is not None and user.rows and user.dim != mat.shape[1]:
-                raise InvalidInput(
-                    f"vectors have dimension {mat.shape[1]} but this user's index has {user.dim}", field="vectors"
-                )
+            stamp = self._stamps.get(user_id)
+            _check_dimension(mat, stamp.dimension if stamp else user.dim if user is not None and user.rows else None)
             if user is None or not user.rows:
                 user = self._users[user_id] = _UserVectors(mat.shape[1])
             for doc_id, row, meta in zip(id_list, mat, metas, strict=True):
@@ -288,9 +351,47 @@ class MemoryVectorIndex:
         check_id(user_id, "user_id")
         with self._lock:
             self._users.pop(user_id, None)
+            self._stamps.pop(user_id, None)
+            self._stages.pop(user_id, None)
 
     def count(self, user_id: str) -> int:
         check_id(user_id, "user_id")
         with self._lock:
             user = self._users.get(user_id)
             return 0 if user is None else len(user.rows)
+
+    # -- stamps and rebuilds (see hmem.protocols.VectorIndex) --------------------------
+
+    def stamp(self, user_id: str) -> IndexStamp | None:
+        check_id(user_id, "user_id")
+        with self._lock:
+            user = self._users.get(user_id)
+            if user_id in self._stamps:
+                return self._stamps[user_id]
+            return IndexStamp(None, user.dim) if user is not None and user.rows else None
+
+    def set_stamp(self, user_id: str, stamp: IndexStamp) -> None:
+        check_id(user_id, "user_id")
+        check_stamp(stamp)
+        with self._lock:
+            user = self._users.get(user_id)
+            have = self._stamps.get(user_id)
+            if have is not None and have != stamp:
+                raise ConfigError(f"the vectors of user {user_id!r} are stamped {have}; they cannot take {stamp}")
+            if user is not None and user.rows and user.dim != stamp.dimension:
+                raise InvalidInput(f"the user's vectors have dimension {user.dim}, the stamp {stamp.dimension}",
+                                   field="stamp")
+            self._stamps[user_id] = stamp
+
+    def users(self) -> list[str]:
+        with self._lock:
+            return sorted({u for u, v in self._users.items() if v.rows} | set(self._stamps))
+
+    def staged(self, user_id: str, stamp: IndexStamp) -> _Stage:
+        check_id(user_id, "user_id")
+        check_stamp(stamp)
+        with self._lock:
+            stage = self._stages.get(user_id)
+            if stage is None or stage.stamp != stamp:
+                stage = self._stages[user_id] = _Stage(self, user_id, stamp)
+            return stage

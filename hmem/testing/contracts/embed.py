@@ -2,7 +2,8 @@
 
 Subclass :class:`EmbedderContract` and override the ``embedder`` fixture (any scope: a
 class-scoped fixture, which pytest wants as a classmethod, loads a model once for the
-whole suite).
+whole suite). Set ``symmetric = False`` for a model that embeds questions differently
+from stored texts (e5's ``query: ``/``passage: ``).
 
 Example::
 
@@ -19,7 +20,7 @@ Example::
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -61,7 +62,11 @@ class EmbedderContract:
     """Behaviour every :class:`~hmem.protocols.Embedder` must show: a stable model name
     and dimension, unit-length finite vectors, ``[]`` for ``[]``, a batch equal to one
     call per text in order, deterministic vectors, distinct texts apart, and bad input
-    rejected with :class:`~hmem.errors.InvalidInput`."""
+    rejected with :class:`~hmem.errors.InvalidInput` — for ``embed`` and ``embed_query``
+    alike; query vectors equal passage vectors exactly when the model is symmetric."""
+
+    #: Does the model embed a question like a stored text? (MiniLM, OpenAI: yes; e5: no.)
+    symmetric: ClassVar[bool] = True
 
     @pytest.fixture
     def embedder(self) -> Embedder:
@@ -114,7 +119,34 @@ class EmbedderContract:
     @pytest.mark.parametrize("bad", BAD_INPUTS.values(), ids=list(BAD_INPUTS))
     def test_bad_input_raises_invalid_input(self, embedder: Embedder, bad: Any) -> None:
         before = embedder.embed(TEXTS[:2])
-        with pytest.raises(InvalidInput) as info:
-            embedder.embed(bad)
-        assert info.value.field, "the error must name the field"
+        for method in (embedder.embed, embedder.embed_query):
+            with pytest.raises(InvalidInput) as info:
+                method(bad)
+            assert info.value.field, "the error must name the field"
         assert np.allclose(_array(embedder.embed(TEXTS[:2])), _array(before), atol=1e-6)
+
+    # -- questions: embed_query --------------------------------------------------------
+
+    def test_query_vectors_have_the_dimension_and_unit_length(self, embedder: Embedder) -> None:
+        queries = embedder.embed_query(TEXTS)
+        assert [len(v) for v in queries] == [embedder.dimension] * len(TEXTS)
+        assert all(type(x) is float and math.isfinite(x) for v in queries for x in v)
+        assert np.allclose(np.linalg.norm(_array(queries), axis=1), 1.0, atol=1e-3)
+        assert embedder.embed_query([]) == []
+
+    def test_query_batch_equals_one_call_per_text(self, embedder: Embedder) -> None:
+        batch = embedder.embed_query(TEXTS)
+        singles = [embedder.embed_query([text])[0] for text in TEXTS]
+        assert np.allclose(_array(batch), _array(singles), atol=1e-4)
+
+    def test_query_and_passage_vectors_equal_only_for_a_symmetric_model(self, embedder: Embedder) -> None:
+        declared = getattr(embedder, "symmetric", None)
+        assert declared in (None, self.symmetric), "the embedder's `symmetric` contradicts the suite's"
+        queries, passages = _array(embedder.embed_query(TEXTS)), _array(embedder.embed(TEXTS))
+        if self.symmetric:
+            assert np.allclose(queries, passages, atol=1e-4)
+            return
+        same_text = np.sum(queries * passages, axis=1)
+        assert float(same_text.max()) < 0.9999, "an asymmetric model must embed a question differently"
+        # ... but a text asked as a question still finds itself among the stored texts.
+        assert list(np.argmax(queries @ passages.T, axis=1)) == list(range(len(TEXTS)))

@@ -3,7 +3,10 @@
 Subclass :class:`VectorIndexContract` and override the ``index`` fixture to yield a
 fresh, empty index. The batch methods ``query_many`` and ``query_ids`` are optional
 (:class:`~hmem.longterm.store.LongTermStore` falls back to ``query``): set
-``has_query_many`` / ``has_query_ids`` to False when the index lacks them.
+``has_query_many`` / ``has_query_ids`` to False when the index lacks them. Set
+``has_staged = False`` for an index that cannot rebuild a user for a new embedder
+(``staged``), and ``stamps_per_user = False`` when one stamp covers every user (one
+shared collection, as Chroma's ``scoping="where"``).
 
 Example::
 
@@ -27,8 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from hmem.errors import InvalidInput
-from hmem.protocols import VectorIndex
+from hmem.errors import ConfigError, InvalidInput
+from hmem.protocols import IndexStamp, VectorIndex
 
 __all__ = ["VectorIndexContract", "unit_vectors"]
 
@@ -67,6 +70,16 @@ BAD_QUERIES: list[tuple[str, Callable[[Any], object]]] = [
     ("wrong query dimension", lambda i: i.query("u1", [1, 0, 0], k=1)),
 ]
 BAD_CALLS = BAD_UPSERTS + BAD_QUERIES
+MINI, OTHER = IndexStamp("test:mini", 2), IndexStamp("test:other", 3)
+BAD_STAMPS: list[tuple[str, Callable[[Any], object]]] = [
+    ("not a stamp", lambda i: i.set_stamp("u1", ("test:mini", 2))),
+    ("no embedder name", lambda i: i.set_stamp("u1", IndexStamp(None, 2))),
+    ("empty embedder name", lambda i: i.set_stamp("u1", IndexStamp(" ", 2))),
+    ("zero dimension", lambda i: i.set_stamp("u1", IndexStamp("m", 0))),
+    ("bool dimension", lambda i: i.set_stamp("u1", IndexStamp("m", True))),
+    ("dimension of no vector", lambda i: i.set_stamp("u1", IndexStamp("test:mini", 3))),
+    ("empty user", lambda i: i.stamp("")),
+]
 
 
 class VectorIndexContract:
@@ -76,6 +89,8 @@ class VectorIndexContract:
 
     has_query_many: ClassVar[bool] = True
     has_query_ids: ClassVar[bool] = True
+    has_staged: ClassVar[bool] = True
+    stamps_per_user: ClassVar[bool] = True
 
     @pytest.fixture
     def index(self) -> VectorIndex:
@@ -201,3 +216,128 @@ class VectorIndexContract:
         assert [h.id for h in got] == exact
         assert index.query_ids("u1", q, 5, set()) == []
         assert index.query_ids("nobody", q, 5, {"d1"}) == []
+
+    # -- stamps: which embedder made a user's vectors ------------------------------------
+
+    def test_a_stamp_is_recorded_and_read_back(self, index: VectorIndex) -> None:
+        assert index.stamp("u1") is None and "u1" not in index.users()
+        index.set_stamp("u1", MINI)
+        index.set_stamp("u1", MINI)  # idempotent
+        assert index.stamp("u1") == MINI
+        assert index.count("u1") == 0 and index.query("u1", [1, 0], k=3) == []
+        if self.stamps_per_user:  # (a shared stamp belongs to no user in particular)
+            assert "u1" in index.users() and index.stamp("u2") is None
+        index.upsert("u1", ["a"], [[1, 0]])
+        assert index.stamp("u1") == MINI and "u1" in index.users()
+
+    def test_vectors_without_a_stamp_report_their_dimension_and_take_one(self, index: VectorIndex) -> None:
+        index.upsert("u1", ["a", "b"], [[1, 0], [0, 1]])
+        assert index.stamp("u1") == IndexStamp(None, 2)
+        assert "u1" in index.users()
+        index.set_stamp("u1", MINI)
+        assert index.stamp("u1") == MINI and index.count("u1") == 2
+
+    def test_another_stamp_is_refused_and_changes_nothing(self, index: VectorIndex) -> None:
+        index.set_stamp("u1", MINI)
+        index.upsert("u1", ["a"], [[1, 0]])
+        with pytest.raises(ConfigError):
+            index.set_stamp("u1", IndexStamp("test:other", 2))
+        with pytest.raises(InvalidInput):
+            index.upsert("u1", ["b"], [[1, 0, 0]])  # a stamped index takes its dimension only
+        assert index.stamp("u1") == MINI and index.count("u1") == 1
+
+    def test_a_stamped_empty_index_refuses_another_dimension(self, index: VectorIndex) -> None:
+        index.set_stamp("u1", MINI)
+        with pytest.raises(InvalidInput):
+            index.upsert("u1", ["a"], [[1, 0, 0]])
+        assert index.count("u1") == 0 and index.stamp("u1") == MINI
+
+    def test_delete_user_drops_the_stamp(self, index: VectorIndex) -> None:
+        index.set_stamp("u1", MINI)
+        index.upsert("u1", ["a"], [[1, 0]])
+        index.delete_user("u1")
+        assert "u1" not in index.users()
+        if not self.stamps_per_user:
+            assert index.stamp("u1") == MINI  # the shared stamp stays for the other users
+            return
+        assert index.stamp("u1") is None
+        index.set_stamp("u1", OTHER)  # a deleted user starts again with any embedder
+        assert index.stamp("u1") == OTHER
+
+    def test_users_lists_awkward_ids_exactly(self, index: VectorIndex) -> None:
+        users = ["a", "Ann Lee/../中文 ü", "x" * 256, "user.with.dots"]
+        for user in users:
+            index.upsert(user, ["i"], [[1, 0]])
+        assert sorted(index.users()) == sorted(users)
+
+    @pytest.mark.parametrize(("label", "call"), BAD_STAMPS, ids=[b[0] for b in BAD_STAMPS])
+    def test_bad_stamps_are_rejected_and_change_nothing(self, index: VectorIndex, label: str,
+                                                       call: Callable[[VectorIndex], Any]) -> None:
+        index.upsert("u1", ["keep"], [[1, 0]])
+        with pytest.raises(InvalidInput):
+            call(index)
+        assert index.stamp("u1") == IndexStamp(None, 2), label
+        assert index.count("u1") == 1
+
+    # -- staged rebuilds (hmem reindex) --------------------------------------------------
+
+    def _needs_staged(self) -> None:
+        if not self.has_staged:
+            pytest.skip("has_staged = False: the index cannot rebuild a user for a new embedder")
+
+    def test_a_staged_rebuild_is_invisible_until_commit_then_replaces_at_once(self, index: VectorIndex) -> None:
+        self._needs_staged()
+        index.set_stamp("u1", MINI)
+        index.upsert("u1", ["a", "b", "c"], [[1, 0], [0, 1], [1, 1]], [{"kind": "fact"}] * 3)
+        index.upsert("u2", ["a"], [[1, 0]])
+        stage = index.staged("u1", OTHER)
+        stage.upsert(["a", "b"], [[1, 0, 0], [0, 1, 0]], [{"kind": "fact"}, {"kind": "turn"}], ["fa", "fb"])
+        assert stage.fingerprints() == {"a": "fa", "b": "fb"}
+        assert index.stamp("u1") == MINI and index.count("u1") == 3  # the live index is untouched
+        assert [h.id for h in index.query("u1", [1, 1], k=1)] == ["c"]
+        stage.commit()
+        assert index.stamp("u1") == OTHER and index.count("u1") == 2
+        assert [h.id for h in index.query("u1", [0, 1, 0], k=5, where={"kind": "turn"})] == ["b"]
+        assert index.query("u1", [1, 0, 0], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
+        assert index.count("u2") == 1 and index.query("u2", [1, 0], k=1)[0].id == "a"
+        assert sorted(index.users()) == ["u1", "u2"]
+
+    def test_a_staged_rebuild_resumes_and_another_stamp_restarts_it(self, index: VectorIndex) -> None:
+        self._needs_staged()
+        index.upsert("u1", ["a"], [[1, 0]])
+        index.staged("u1", OTHER).upsert(["a"], [[0, 0, 1]], [{}], ["f1"])
+        again = index.staged("u1", OTHER)  # reopened as left
+        assert again.fingerprints() == {"a": "f1"}
+        again.upsert(["b"], [[0, 1, 0]], [{}], ["f2"])
+        again.delete(["a", "missing"])
+        assert again.fingerprints() == {"b": "f2"}
+        index.staged("u1", IndexStamp("test:third", 3))  # another embedder: the OTHER area is dropped
+        assert index.staged("u1", OTHER).fingerprints() == {}
+        assert index.stamp("u1") == IndexStamp(None, 2) and index.count("u1") == 1
+
+    def test_a_rebuild_of_a_user_without_vectors_creates_them(self, index: VectorIndex) -> None:
+        self._needs_staged()
+        stage = index.staged("new", OTHER)
+        stage.upsert(["x"], [[0, 1, 0]], [{}], ["fx"])
+        stage.commit()
+        assert index.stamp("new") == OTHER and [h.id for h in index.query("new", [0, 1, 0], k=2)] == ["x"]
+
+    def test_bad_staged_writes_are_rejected_and_change_nothing(self, index: VectorIndex) -> None:
+        self._needs_staged()
+        stage = index.staged("u1", OTHER)
+        stage.upsert(["keep"], [[1, 0, 0]], [{}], ["fk"])
+        bad: list[tuple[str, Callable[[], object]]] = [
+            ("wrong dimension", lambda: stage.upsert(["n"], [[1, 0]], [{}], ["f"])),
+            ("fingerprints length", lambda: stage.upsert(["n"], [[1, 0, 0]], [{}], [])),
+            ("empty fingerprint", lambda: stage.upsert(["n"], [[1, 0, 0]], [{}], [""])),
+            ("NaN", lambda: stage.upsert(["n"], [[math.nan, 0, 0]], [{}], ["f"])),
+            ("reserved metadata", lambda: stage.upsert(["n"], [[1, 0, 0]], [{"_hmem_fp": "x"}], ["f"])),
+            ("control char id", lambda: stage.delete(["a\nb"])),
+        ]
+        for label, call in bad:
+            with pytest.raises(InvalidInput):
+                call()
+            assert stage.fingerprints() == {"keep": "fk"}, label
+        with pytest.raises(InvalidInput):
+            index.staged("u1", IndexStamp(None, 3))
+        assert index.stamp("u1") is None

@@ -1,0 +1,87 @@
+"""``hmem reindex``: re-embed long-term items with the configured embedder.
+
+Needed after changing ``HMEM_EMBED_PROVIDER`` (or ``HMEM_EMBED_MODEL``): vectors of two
+embedders never mix, so a store asked to use another model than the one a user's
+vectors were made with refuses with a :class:`~hmem.errors.ConfigError` naming this
+command. Each user's vectors are rebuilt from the stored text beside the live ones and
+swapped in at once (``LongTermStore.reindex``); an interrupted run (Ctrl-C, a kill)
+continues where it stopped when run again. Stop app instances that still embed with the
+old model first: they would keep writing vectors the rebuild does not see.
+
+Examples::
+
+    HMEM_EMBED_PROVIDER=e5 hmem reindex                 # every user with vectors
+    hmem reindex --user u1 --batch 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from hmem.cli.common import Output, common_parent, positive_int, settings_from_args
+from hmem.cli.views import table, text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["register", "run_reindex"]
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "reindex", parents=[common_parent()],
+        help="re-embed long-term items with the configured embedder (resumable)",
+        description="Re-embed every long-term item of every user that has vectors (or of --user) from the stored "
+                    "text, with the embedder the settings select; the index switches over at the end of each user, "
+                    "and a run that was interrupted resumes where it stopped.",
+    )
+    p.add_argument("--user", default=None, help="only this user (default: every user with vectors)")
+    p.add_argument("--batch", type=positive_int, default=256, help="texts embedded per batch (default 256)")
+    p.set_defaults(func=run_reindex)
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from hmem.build import build_parts
+    from hmem.memory import Memory
+    from hmem.types import check_id
+
+    user = None if args.user is None else check_id(args.user, "user")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
+    parts = build_parts(settings_from_args(args))
+    with Memory(parts):  # closes every backend on the way out
+        lt = parts.longterm
+        users = [user] if user is not None else lt.vectors.users()
+        totals = {u: lt.count(u) for u in users}
+        done: dict[str, int] = {}
+        with tqdm(total=sum(totals.values()), desc="reindex", unit="item", file=sys.stderr, dynamic_ncols=True,
+                  mininterval=0.5) as bar:
+            try:
+                for u in users:
+                    done[u] = lt.reindex(u, batch_size=args.batch, progress=bar.update)
+            except KeyboardInterrupt:
+                bar.close()
+                print("hmem: reindex interrupted; run it again to resume where it stopped", file=sys.stderr)
+                raise
+        data = {
+            "embedder": lt.embedder.model_name,
+            "fallback": getattr(lt.embedder, "fallback", None),
+            "users": done,
+            "items": sum(done.values()),
+        }
+    Output(args.json).emit(data, lambda console: _render(console, data))
+    return 0
+
+
+def _render(console: Console, data: dict[str, Any]) -> None:
+    if data["fallback"]:
+        console.print(text(f"fallback: {data['fallback']}", "bold yellow"))
+    rows = table(f"Re-embedded {data['items']} item(s) of {len(data['users'])} user(s) with {data['embedder']}",
+                 ["user", ("items", "right")])
+    for user, n in data["users"].items():
+        rows.add_row(text(user), text(n))
+    console.print(rows)
