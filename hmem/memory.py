@@ -133,6 +133,9 @@ class Memory:
         batch = coerce_messages(messages, now=utcnow())  # a created_at far ahead would win recency forever
         if any(m.id == SYSTEM_PROMPT_ID for m in batch):
             raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="id")
+        # Refused before the append: a store built for another embedder must change nothing
+        # (once per user and process; a new user's vectors get this embedder's stamp).
+        self._longterm.check_vectors(user, write=True)
         version = self._sessions.append(user, session, batch)
         try:
             profile_result, facts, compaction = self._after_append.run(user, session, batch)

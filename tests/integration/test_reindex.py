@@ -240,3 +240,20 @@ def test_a_collection_deleted_under_a_writer_comes_back_stamped_or_refuses(tmp_p
     with pytest.raises(ConfigError, match="restart it"):
         a.remember("u1", "I like mate")  # a, still caching fake:a, is refused instead of mixing
     assert b.vectors.stamp("u1") == IndexStamp("fake:b", 8) and b.vectors.count("u1") == 1
+
+
+def test_memory_add_with_another_embedder_stores_nothing(tmp_path: Path) -> None:
+    """Tried: ``Memory.add`` on a store whose vectors come from another embedder. The
+    ConfigError comes before the append, so the session is unchanged (no turn stored
+    that the archive would then miss)."""
+    from hmem import Memory
+
+    turn = [{"role": "user", "content": "I keep three plants on the balcony"}]
+    with Memory.open(tmp_path, embedder=HashEmbedder("fake:old"), compaction="off") as first:
+        first.add("u1", "s1", turn)
+    with Memory.open(tmp_path, embedder=HashEmbedder("fake:new"), compaction="off") as second:
+        before = second.history("u1", "s1")
+        with pytest.raises(ConfigError, match="hmem reindex"):
+            second.add("u1", "s1", [{"role": "user", "content": "and a lemon tree"}])
+        assert second.history("u1", "s1") == before
+        assert [m.content for m in before] == [turn[0]["content"]]
