@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from hmem._options import SYSTEM_PROMPT_ID, UserStores
 from hmem.errors import InvalidInput
-from hmem.longterm._args import MAX_K
+from hmem.longterm.types import MAX_K, check_k
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text
@@ -101,8 +101,7 @@ def find_items(
 def retrieve(stores: UserStores, user_id: str, query: str, k: int, using: Literal["lexical", "dense"]) -> list[MemoryItem]:
     """The user's ``k`` best items by one retriever alone (BM25 or embeddings), unfused."""
     user, text = check_id(user_id, "user_id"), check_text(query, "query", allow_empty=False)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
+    check_k(k)
     lt = stores.longterm
     if using == "lexical":
         ranked = [h.id for h in lt.lexical.search(user, text, k)]

@@ -18,6 +18,7 @@ from typing import Any
 
 from hmem._checks import is_finite
 from hmem.errors import InvalidInput
+from hmem.longterm.types import check_k
 from hmem.protocols import ItemFilter
 from hmem.types import (
     JSONScalar,
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 _ENTRY_KEYS = frozenset({"text", "kind", "importance", "metadata", "session_id", "source_message_id", "created_at"})
-MAX_K = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,8 +199,7 @@ def check_recall_args(
     """Validate :meth:`LongTermStore.recall` arguments; return the filter and knobs."""
     check_id(user_id, "user_id")
     check_text(query, "query", allow_empty=False)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
+    check_k(k)
     if fusion not in ("rrf", "weighted"):
         raise InvalidInput(f"fusion must be 'rrf' or 'weighted', got {fusion!r}", field="fusion")
     lo = None if since is None else as_datetime(since, "since")

@@ -13,13 +13,27 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from hmem.errors import ConfigError
+from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.types import MemoryItem
 
-__all__ = ["ArchiveResult", "LongTermConfig", "RememberResult", "RememberStatus"]
+__all__ = ["MAX_K", "ArchiveResult", "LongTermConfig", "RememberResult", "RememberStatus", "check_k"]
 
 RememberStatus = Literal["stored", "updated", "skipped"]
+
+#: The most hits one recall (or single-retriever search) returns.
+MAX_K = 1000
+
+
+def check_k(k: object) -> int:
+    """``k`` of a recall: an integer from 1 to :data:`MAX_K`.
+
+    >>> check_k(10)
+    10
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
+    return k
 
 
 @dataclass(frozen=True, slots=True)
