@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
-__all__ = ["TIERS", "AssembledContext", "AssemblyReport", "DropReason", "ReportItem", "Tier", "TierReport"]
+__all__ = [
+    "STOP_REASONS",
+    "TIERS",
+    "AssembledContext",
+    "AssemblyReport",
+    "DropReason",
+    "ReportItem",
+    "Tier",
+    "TierReport",
+]
 
 #: The assembler's tiers, highest priority first ("pinned" = system/developer
 #: messages found inside the session buffer, kept like the system prompt).
@@ -26,7 +35,12 @@ DropReason: TypeAlias = Literal[
     "not current",  # a profile entry that is superseded or deleted
     "duplicate",  # a recalled item whose source message is already in the prompt
     "empty",  # nothing to render (blank summary)
+    "relevance",  # a recalled item scored below the relevance cut-off (a share of the best hit's score)
+    "recall limit",  # a recalled item past the caller's explicit ``k``
 ]
+
+#: The reasons that can stop a tier from growing (see :attr:`TierReport.stopped_by`).
+STOP_REASONS: tuple[DropReason, ...] = ("budget", "tier cap", "relevance", "recall limit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,13 +61,22 @@ class ReportItem:
 
 @dataclass(frozen=True, slots=True)
 class TierReport:
-    """Totals of one tier: kept tokens, counts and its cap in tokens (None = uncapped)."""
+    """Totals of one tier: kept tokens, counts and its cap in tokens (None = uncapped).
+
+    ``cap`` is the cap the tier was held to: its share of the budget, plus what other
+    tiers left unused (see :class:`~hmem.assembly.assemble.TierCaps`). ``stopped_by``
+    says what stopped the tier from taking more: ``"budget"``, ``"tier cap"``,
+    ``"relevance"`` (recalled: the next hit fell below the cut-off) or ``"recall
+    limit"`` (recalled: the caller's ``k``); None when every candidate was kept or
+    the tier had none.
+    """
 
     tier: Tier
     tokens: int
     kept: int
     dropped: int
     cap: int | None = None
+    stopped_by: DropReason | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +114,8 @@ class AssemblyReport:
             "overhead": self.overhead,
             "truncated_tokens": self.truncated_tokens,
             "tiers": [
-                {"tier": t.tier, "tokens": t.tokens, "kept": t.kept, "dropped": t.dropped, "cap": t.cap}
+                {"tier": t.tier, "tokens": t.tokens, "kept": t.kept, "dropped": t.dropped, "cap": t.cap,
+                 "stopped_by": t.stopped_by}
                 for t in self.tiers
             ],
             "items": [

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from hmem.assembly.assemble import TierCaps
+from hmem._primitives import RELEVANCE_CUTOFF
+from hmem.assembly.assemble import TierCaps, check_relevance_cutoff
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import InvalidInput
 
@@ -74,7 +75,8 @@ class MemoryOptions:
 
     model: str = "gpt-4o-mini"
     reply_reserve: int = 2000
-    recall_k: int = 10
+    recall_k: int | None = None
+    relevance_cutoff: float | None = RELEVANCE_CUTOFF
     caps: TierCaps | None = field(default_factory=TierCaps)
     template: ContextTemplate = DEFAULT_TEMPLATE
     compaction: Literal["foreground", "background", "off"] = "foreground"
@@ -84,8 +86,9 @@ class MemoryOptions:
     extraction: Literal["foreground", "background"] = "foreground"
 
     def __post_init__(self) -> None:
-        if self.reply_reserve < 0 or self.recall_k < 0:
+        if self.reply_reserve < 0 or (self.recall_k is not None and self.recall_k < 0):
             raise InvalidInput("reply_reserve and recall_k must not be negative", field="options")
+        check_relevance_cutoff(self.relevance_cutoff)
         if self.compaction not in ("foreground", "background", "off"):
             raise InvalidInput("compaction must be foreground, background or off", field="compaction")
         if self.extraction not in ("foreground", "background"):

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
+    "RELEVANCE_CUTOFF",
     "JSONScalar",
     "as_datetime",
     "check_id",
@@ -49,6 +50,11 @@ MAX_ID_CHARS = 256
 #: ``created_at``) may be: clocks of different machines drift by seconds, not
 #: minutes. A time further ahead would outrank everything in recency until it passes.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
+
+#: Default relevance cut-off of a prompt's recalled tier: a hit scoring below this
+#: share of the best hit's score is left out (reason ``"relevance"``). Chosen with
+#: ``bench/bench_context_depth.py`` (docs/assembly.md, "How deep recall goes").
+RELEVANCE_CUTOFF = 0.1
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 

@@ -23,7 +23,7 @@ from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text
 
-__all__ = ["MAX_K", "check_context_k", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
+__all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
            "session_view", "user_stats"]
 
 
@@ -44,6 +44,33 @@ def check_context_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
         raise InvalidInput(f"k must be an integer from 0 (recall nothing) to {MAX_K}, or None; got {k!r}", field="k")
     return k
+
+
+#: Fewest tokens a recalled item takes in a prompt (a short turn with its date line):
+#: how deep the budget alone could reach.
+MIN_RECALLED_TOKENS = 16
+#: Deepest budget-driven recall of :meth:`Memory.context`: past this many hits the
+#: relevance cut-off has always stopped the tier in measurements (docs/assembly.md),
+#: and each further candidate costs latency.
+MAX_CONTEXT_RECALL = 200
+
+
+def context_depth(budget: int, k: object, default_k: int | None, shown: int) -> tuple[int | None, int]:
+    """``(bound, fetch)`` of :meth:`Memory.context`'s recall: ``bound`` is the caller's
+    ``k`` (checked; ``default_k`` when None), ``fetch`` how many hits to ask recall for
+    when ``shown`` turns are already in the prompt. With a bound: enough for ``bound``
+    distinct ones (:func:`recall_depth`). Without: as many as ``budget`` could hold, up
+    to :data:`MAX_CONTEXT_RECALL` (the assembler then stops at the tier's share or the
+    relevance cut-off, whichever comes first) — not doubled, because a deep recall's
+    cost grows with its candidate pool and the budget already over-counts.
+
+    >>> context_depth(500, None, None, 0), context_depth(4000, None, None, 4), context_depth(4000, 10, None, 4)
+    ((None, 32), (None, 204), (10, 24))
+    """
+    bound = default_k if k is None else check_context_k(k)
+    if bound is not None:
+        return bound, recall_depth(bound, shown)
+    return None, min(MAX_K, min(MAX_CONTEXT_RECALL, -(-budget // MIN_RECALLED_TOKENS)) + shown)
 
 
 def recall_depth(want: int, shown: int) -> int:

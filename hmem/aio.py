@@ -139,6 +139,7 @@ class AsyncMemory:
         caps: TierCaps | Literal["default"] | None = "default",
         template: ContextTemplate | None = None,
         truncate_current_turn: bool = False,
+        relevance_cutoff: float | Literal["default"] | None = "default",
         kinds: Iterable[str] | str | None = None,
         since: When | None = None,
         until: When | None = None,
@@ -150,7 +151,8 @@ class AsyncMemory:
     ) -> AssembledContext:
         return await _run(
             self._sync.context, user_id, session_id, query, model=model, budget=budget, system_prompt=system_prompt,
-            k=k, caps=caps, template=template, truncate_current_turn=truncate_current_turn, kinds=kinds, since=since,
+            k=k, caps=caps, template=template, truncate_current_turn=truncate_current_turn,
+            relevance_cutoff=relevance_cutoff, kinds=kinds, since=since,
             until=until, metadata=metadata, fusion=fusion, recency_half_life=recency_half_life,
             importance_weight=importance_weight, mmr_lambda=mmr_lambda)
 

@@ -117,6 +117,8 @@ def _compose(
     options = MemoryOptions(
         model=settings.model,
         reply_reserve=settings.reply_reserve,
+        recall_k=settings.recall_k,
+        relevance_cutoff=settings.relevance_cutoff,
         compaction=settings.compaction,
         extract_profile=settings.extract_profile,
         extract_facts=settings.extract_facts,

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
 
@@ -96,6 +97,8 @@ class Settings:
     llm_timeout_s: float = 60.0
     model: str = "gpt-4o-mini"  # the chat model whose tokenizer/window the context uses
     reply_reserve: int = 2000
+    recall_k: int | None = None  # upper bound of context()'s recalled items (None: the budget decides)
+    relevance_cutoff: float | None = RELEVANCE_CUTOFF  # share of the best hit's score; none = off
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40
@@ -145,6 +148,10 @@ class Settings:
             raise ConfigError("HMEM_REDIS_TIMEOUT_S and HMEM_LLM_TIMEOUT_S must be positive (seconds)")
         if self.reply_reserve < 0 or self.summary_min_messages < 0:
             raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
+        if self.recall_k is not None and not 0 <= self.recall_k <= 1000:
+            raise ConfigError("HMEM_RECALL_K must be from 0 to 1000, or none (the budget decides)")
+        if self.relevance_cutoff is not None and not 0 <= self.relevance_cutoff < 1:
+            raise ConfigError("HMEM_RELEVANCE_CUTOFF must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
         if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):

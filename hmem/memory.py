@@ -28,7 +28,7 @@ from hmem import transfer
 from hmem._options import SYSTEM_PROMPT_ID, AddResult, FactExtractor, MemoryOptions, MemoryParts, When
 from hmem._pipeline import AfterAppend
 from hmem._readiness import BackendReady, probes, run_probes
-from hmem._reads import check_context_k, distinct_sources, find_items, recall_depth, retrieve, session_view, user_stats
+from hmem._reads import context_depth, distinct_sources, find_items, retrieve, session_view, user_stats
 from hmem._worker import SerialWorker
 from hmem.assembly.assemble import TierCaps, assemble, budget_for
 from hmem.assembly.render import ContextTemplate
@@ -158,6 +158,7 @@ class Memory:
         caps: TierCaps | Literal["default"] | None = "default",
         template: ContextTemplate | None = None,
         truncate_current_turn: bool = False,
+        relevance_cutoff: float | Literal["default"] | None = "default",
         kinds: Iterable[str] | str | None = None,
         since: When | None = None,
         until: When | None = None,
@@ -170,12 +171,16 @@ class Memory:
         """The prompt for the next model call, within ``budget`` tokens (default: the
         model's context window minus ``options.reply_reserve``).
 
-        Recalls up to ``k`` items with ``query`` (default: the session's last user
-        message; ``kinds`` … ``mmr_lambda`` as in :meth:`recall`), then assembles
-        system prompt, current turn, history, summary, profile and recalled items in that
-        priority order. ``system_prompt`` defaults to the one stored by
-        :meth:`set_system_prompt`. Raises :class:`~hmem.errors.BudgetError` when the
-        system prompt and current turn alone do not fit.
+        Recalls with ``query`` (default: the session's last user message; ``kinds`` …
+        ``mmr_lambda`` as in :meth:`recall`) as deep as the budget could use, then
+        assembles system prompt, current turn, history, summary, profile and recalled
+        items in that priority order. The recalled tier takes hits best first until its
+        share of the budget is used or the next hit scores below ``relevance_cutoff``
+        times the best one (default ``options.relevance_cutoff``; None: off); ``k``
+        (default ``options.recall_k``, None) is an upper bound for callers who want one;
+        ``ctx.report.tier("recalled").stopped_by`` says which stopped it. ``system_prompt``
+        defaults to the one stored by :meth:`set_system_prompt`. Raises
+        :class:`~hmem.errors.BudgetError` when the system prompt and current turn alone do not fit.
         """
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         model_name = model or self.options.model
@@ -191,26 +196,22 @@ class Memory:
             query = next((m.content for m in reversed(buffer) if m.role == "user" and m.content), None)
         elif not isinstance(query, str):
             raise InvalidInput("query must be a string or None", field="query")
-        want = self.options.recall_k if k is None else check_context_k(k)
+        shown = {m.id for m in buffer}
+        bound, fetch = context_depth(limit, k, self.options.recall_k, len(shown))
         hits: list[Hit] = []
-        if query and query.strip() and want > 0:
-            shown = {m.id for m in buffer}
+        if query and query.strip() and bound != 0:
             candidates = self._longterm.recall(
-                user, query, recall_depth(want, len(shown)), kinds=kinds, since=since, until=until, metadata=metadata,
+                user, query, fetch, kinds=kinds, since=since, until=until, metadata=metadata,
                 fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
                 mmr_lambda=mmr_lambda)
-            hits = distinct_sources(candidates, exclude=shown)[:want]
+            hits = distinct_sources(candidates, exclude=shown)
         return assemble(
-            buffer,
-            tokenizer=tokenizer,
-            budget=limit,
-            system_prompt=prompt,
-            summary=summary.text if summary and summary.text else None,
-            profile=self._parts.profile.all(user),
-            recalled=hits,
-            caps=self.options.caps if caps == "default" else caps,
-            template=template or self.options.template,
-            truncate_current_turn=truncate_current_turn,
+            buffer, tokenizer=tokenizer, budget=limit, system_prompt=prompt,
+            summary=summary.text if summary and summary.text else None, profile=self._parts.profile.all(user),
+            recalled=hits, caps=self.options.caps if caps == "default" else caps,
+            template=template or self.options.template, truncate_current_turn=truncate_current_turn,
+            relevance_cutoff=self.options.relevance_cutoff if relevance_cutoff == "default" else relevance_cutoff,
+            max_recalled=bound,
         )
 
     # -- long-term items --------------------------------------------------------------

@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Literal, TypeAlias
 
 from hmem._assembly_types import (
+    STOP_REASONS,
     TIERS,
     AssembledContext,
     AssemblyReport,
@@ -56,6 +57,7 @@ __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
     "ROLES",
+    "STOP_REASONS",
     "TIERS",
     "AssembledContext",
     "AssemblyReport",

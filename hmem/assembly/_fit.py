@@ -18,7 +18,7 @@ from hmem.assembly._state import AssemblyState, Candidate, block_open_cost, rend
 from hmem.errors import BudgetError
 from hmem.types import TIERS, Hit, Message, ProfileEntry, ReportItem, Tier
 
-__all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "truncate_turn"]
+__all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "relevance_floor", "truncate_turn"]
 
 #: Appended to the current turn's user text when ``truncate_current_turn`` cut it.
 TRUNCATION_MARKER = "\n…[truncated by hmem: {n} tokens cut]"
@@ -30,11 +30,16 @@ def memory_candidates(
     entries: Sequence[ProfileEntry],
     hits: Sequence[Hit],
     report: list[ReportItem],
+    *,
+    relevance_cutoff: float | None = None,
+    max_recalled: int | None = None,
 ) -> list[Candidate]:
     """Summary, profile and recalled items as candidates, each rendered and counted once.
 
     Blank summaries and non-current profile entries go to ``report`` as dropped;
-    recalled items already in the prompt (or repeated) are pre-judged duplicates."""
+    recalled items already in the prompt (or repeated) are pre-judged duplicates, hits
+    scoring below ``relevance_cutoff`` times the best hit's score are pre-judged
+    ``"relevance"``, and distinct hits past ``max_recalled`` ``"recall limit"``."""
     template, counter = state.template, state.counter
     out: list[Candidate] = []
     if summary is not None:
@@ -50,17 +55,47 @@ def memory_candidates(
         else:
             report.append(ReportItem("profile", entry.key, False, counter.count(line), "not current"))
     emitted = {m.id for m in state.turn} | {m.id for i in state.pinned for m in state.before[i]}
+    floor = relevance_floor(hits, relevance_cutoff)
     seen: set[str] = set()
+    group_tokens: dict[str, int] = {}
+    distinct = 0
     for hit in hits:
         line = template.recalled(hit)
+        item = hit.item
+        group = template.recalled_group_line(hit)
+        if group not in group_tokens:
+            group_tokens[group] = counter.count(group) if group else 0
         candidate = Candidate(
-            "recalled", [(hit.item.id, counter.count(line))], 0, line=line, source=hit.item.source_message_id
+            "recalled", [(item.id, counter.count(line))], 0, line=line, source=item.source_message_id,
+            when=(item.created_at, item.id), group_line=group, group_tokens=group_tokens[group],
         )
-        if hit.item.id in seen or (hit.item.source_message_id or "") in emitted:
+        if item.id in seen or (item.source_message_id or "") in emitted:
             candidate.reason = "duplicate"
-        seen.add(hit.item.id)
+        elif floor is not None and hit.score < floor:
+            candidate.reason = "relevance"
+        elif max_recalled is not None and distinct >= max_recalled:
+            candidate.reason = "recall limit"
+        else:
+            distinct += 1
+        seen.add(item.id)
         out.append(candidate)
     return out
+
+
+def relevance_floor(hits: Sequence[Hit], cutoff: float | None) -> float | None:
+    """The lowest score a hit may have: ``cutoff`` times the best hit's score (None:
+    no cut-off, or no positive score to measure against).
+
+    >>> from datetime import datetime, UTC
+    >>> from hmem.types import MemoryItem
+    >>> item = MemoryItem(id="m", user_id="u", text="t", created_at=datetime(2024, 1, 1, tzinfo=UTC))
+    >>> relevance_floor([Hit(item=item, score=0.8), Hit(item=item, score=0.3)], 0.5)
+    0.4
+    """
+    if cutoff is None or not hits:
+        return None
+    best = max(hit.score for hit in hits)
+    return cutoff * best if best > 0 else None
 
 
 def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> None:
@@ -82,6 +117,7 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> 
         "recalled": template.recalled_header,
     }
     emitted_ids: set[str] = set()
+    open_groups: set[str] = set()  # recalled group lines already paid for
     tier_lost_room: Tier | None = None
     for candidate in state.candidates:
         tier = candidate.tier
@@ -105,6 +141,9 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> 
             else:
                 header = headers[tier]
                 cost += (counter.count(header) + item_sep if header else 0) + section_sep
+            if candidate.group_line and candidate.group_line not in open_groups:
+                # Estimated once per group; an order that splits a group is caught by the exact recount.
+                cost += candidate.group_tokens + item_sep
             candidate.cost = cost
             if not block_open:
                 cost += block_open_cost(state)
@@ -126,6 +165,8 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> 
             else:
                 block_open = True
                 open_sections.add(tier)
+                if candidate.group_line:
+                    open_groups.add(candidate.group_line)
             continue
         if tier == "history":
             history_cut = True

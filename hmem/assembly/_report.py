@@ -6,9 +6,9 @@ from collections.abc import Mapping
 
 from hmem.assembly._state import AssemblyState
 from hmem.protocols import Tokenizer
-from hmem.types import TIERS, AssemblyReport, DropReason, Message, ReportItem, Tier, TierReport
+from hmem.types import STOP_REASONS, TIERS, AssemblyReport, DropReason, Message, ReportItem, Tier, TierReport
 
-__all__ = ["dropped_item", "report_items", "summarize"]
+__all__ = ["dropped_item", "report_items", "stop_reasons", "summarize"]
 
 
 def dropped_item(tier: Tier, message: Message, counter: Tokenizer, reason: DropReason) -> ReportItem:
@@ -38,10 +38,21 @@ def report_items(state: AssemblyState, counter: Tokenizer, dropped: list[ReportI
     return sorted(items, key=lambda item: order[item.tier])  # stable: keeps order within a tier
 
 
-def summarize(
-    items: list[ReportItem], total: int, budget: int, caps: Mapping[Tier, int | None], truncated: int
+def stop_reasons(state: AssemblyState) -> dict[Tier, DropReason]:
+    """Per tier, why it stopped growing: the reason of its first candidate, in
+    priority order, that was left out for room, cap, relevance or the recall limit."""
+    stopped: dict[Tier, DropReason] = {}
+    for candidate in state.candidates:
+        if candidate.tier not in stopped and candidate.reason in STOP_REASONS:
+            stopped[candidate.tier] = candidate.reason
+    return stopped
+
+
+def summarize(  # noqa: PLR0917  # the parts of one report
+    items: list[ReportItem], total: int, budget: int, caps: Mapping[Tier, int | None], truncated: int,
+    stopped: Mapping[Tier, DropReason] | None = None,
 ) -> AssemblyReport:
-    """The report: per-tier totals (``caps`` in tokens) over ``items``."""
+    """The report: per-tier totals (``caps`` in tokens, ``stopped`` per tier) over ``items``."""
     tiers = tuple(
         TierReport(
             tier=tier,
@@ -49,6 +60,7 @@ def summarize(
             kept=sum(1 for i in items if i.tier == tier and i.kept),
             dropped=sum(1 for i in items if i.tier == tier and not i.kept),
             cap=caps[tier],
+            stopped_by=(stopped or {}).get(tier),
         )
         for tier in TIERS
     )

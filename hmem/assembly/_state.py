@@ -10,12 +10,13 @@ Used by :mod:`hmem.assembly.assemble` (the entry point) and :mod:`hmem.assembly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from hmem.assembly.render import ContextTemplate
 from hmem.protocols import Tokenizer
 from hmem.types import DropReason, Message, Tier
 
-__all__ = ["AssemblyState", "Candidate", "block_open_cost", "render_messages"]
+__all__ = ["AssemblyState", "Candidate", "block_open_cost", "recalled_lines", "render_messages"]
 
 _MEMORY_TIERS: tuple[Tier, ...] = ("summary", "profile", "recalled")
 
@@ -30,6 +31,9 @@ class Candidate:
     group: int | None = None  # index into the history groups
     line: str | None = None
     source: str | None = None  # a recalled item's source message id
+    when: tuple[datetime, str] | None = None  # a recalled item's (created_at, id): chronological order
+    group_line: str = ""  # a recalled item's group line (date and session), "" = none
+    group_tokens: int = 0  # count(group_line)
     kept: bool = False
     reason: DropReason | None = None
 
@@ -53,13 +57,20 @@ def render_messages(state: AssemblyState) -> list[Message]:
     template = state.template
     lines: dict[Tier, list[str]] = {tier: [] for tier in _MEMORY_TIERS}
     kept_groups: set[int] = set(state.pinned)
+    recalled: list[Candidate] = []
     for candidate in state.candidates:
         if not candidate.kept:
             continue
         if candidate.group is not None:
             kept_groups.add(candidate.group)
+        elif candidate.tier == "recalled":
+            recalled.append(candidate)
         elif candidate.line is not None:
             lines[candidate.tier].append(candidate.line)
+    if template.recalled_order == "chronological":
+        # Turns of one session end up next to each other, in the order they were said.
+        recalled.sort(key=lambda c: c.when or (datetime.max, ""))
+    lines["recalled"] = recalled_lines(recalled)
     block = template.block(lines["summary"], lines["profile"], lines["recalled"])
     out: list[Message] = []
     if block is not None and template.memory_message == "merge":
@@ -72,6 +83,20 @@ def render_messages(state: AssemblyState) -> list[Message]:
     for index in sorted(kept_groups):
         out.extend(state.before[index])
     out.extend(state.turn)
+    return out
+
+
+def recalled_lines(recalled: list[Candidate]) -> list[str]:
+    """The recalled section's lines in order: a group line (date, session) before each
+    run of items that share it, then the items."""
+    out: list[str] = []
+    current = ""
+    for candidate in recalled:
+        if candidate.group_line and candidate.group_line != current:
+            out.append(candidate.group_line)
+        current = candidate.group_line
+        if candidate.line is not None:
+            out.append(candidate.line)
     return out
 
 

@@ -28,8 +28,10 @@ from typing import TypeVar
 
 from hmem._checks import check_int_at_least, check_tokenizer, is_finite
 from hmem._groups import group_messages, is_orphan_tool, split_current_turn
+from hmem._primitives import RELEVANCE_CUTOFF
 from hmem.assembly._fit import TRUNCATION_MARKER, drop_until_fits, greedy, memory_candidates, truncate_turn
-from hmem.assembly._report import dropped_item, report_items, summarize
+from hmem.assembly._report import dropped_item, report_items, stop_reasons, summarize
+from hmem.assembly._shares import flex_caps, tier_demand
 from hmem.assembly._state import AssemblyState, Candidate, render_messages
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import BudgetError, InvalidInput
@@ -46,7 +48,15 @@ from hmem.types import (
     coerce_messages,
 )
 
-__all__ = ["TRUNCATION_MARKER", "UNCAPPED", "TierCaps", "assemble", "budget_for"]
+__all__ = [
+    "RELEVANCE_CUTOFF",
+    "TRUNCATION_MARKER",
+    "UNCAPPED",
+    "TierCaps",
+    "assemble",
+    "budget_for",
+    "check_relevance_cutoff",
+]
 
 _PINNED_ROLES = frozenset({"system", "developer"})
 _T = TypeVar("_T")
@@ -138,11 +148,17 @@ def assemble(
     caps: TierCaps | None = TierCaps(),  # frozen, so a shared default is safe
     template: ContextTemplate = DEFAULT_TEMPLATE,
     truncate_current_turn: bool = False,
+    relevance_cutoff: float | None = None,
+    max_recalled: int | None = None,
 ) -> AssembledContext:
     """Fit every tier into ``budget`` tokens; return OpenAI messages and a report.
 
     ``messages`` is the session buffer (oldest first); its last user message and what
-    follows is the current turn. ``recalled`` is best first. Raises
+    follows is the current turn. ``recalled`` is best first; the tier takes hits in that
+    order until its share of the budget is used, the next hit scores below
+    ``relevance_cutoff`` times the best hit's score, or ``max_recalled`` hits are in
+    (the report's ``stopped_by`` says which). A tier's unused share goes to the tiers
+    that want more (:mod:`hmem.assembly._shares`). Raises
     :class:`~hmem.errors.BudgetError` when the system prompt and current turn alone do
     not fit (unless ``truncate_current_turn``, which cuts the current user text and
     appends :data:`TRUNCATION_MARKER`), :class:`~hmem.errors.InvalidInput` on bad input.
@@ -163,6 +179,9 @@ def assemble(
         raise InvalidInput("template must be a ContextTemplate", field="template")
     if not isinstance(truncate_current_turn, bool):
         raise InvalidInput("truncate_current_turn must be a bool", field="truncate_current_turn")
+    cutoff = check_relevance_cutoff(relevance_cutoff)
+    if max_recalled is not None:
+        max_recalled = check_int_at_least(max_recalled, "max_recalled", 0)
 
     report: list[ReportItem] = []
     before, turn = split_current_turn(buffer)
@@ -206,8 +225,10 @@ def assemble(
 
     # Priority order: history newest first, then summary, profile, recalled.
     state.candidates.extend(reversed(history))
-    state.candidates.extend(memory_candidates(state, summary_text, entries, hits, report))
+    state.candidates.extend(memory_candidates(state, summary_text, entries, hits, report,
+                                              relevance_cutoff=cutoff, max_recalled=max_recalled))
     cap_tokens = {tier: None if caps is None else caps.tokens(tier, limit) for tier in TIERS}
+    cap_tokens = flex_caps(cap_tokens, tier_demand(state), limit - required)
     greedy(state, limit - required, cap_tokens)
 
     final = render_messages(state)
@@ -215,12 +236,30 @@ def assemble(
     if total > limit:
         final, total = drop_until_fits(state, limit)
 
+    stopped = stop_reasons(state)
     report = report_items(state, counter, report)
     return AssembledContext(
         messages=[m.to_openai() for m in final],
         tokens=total,
-        report=summarize(report, total, limit, cap_tokens, truncated),
+        report=summarize(report, total, limit, cap_tokens, truncated, stopped),
     )
+
+
+def check_relevance_cutoff(value: object) -> float | None:
+    """A relevance cut-off: None (off) or a share of the best hit's score in [0, 1).
+
+    >>> check_relevance_cutoff(0.5), check_relevance_cutoff(None)
+    (0.5, None)
+    >>> check_relevance_cutoff(1.5)
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: relevance_cutoff must be a number in [0, 1) or None (off), got 1.5
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not is_finite(value) or not 0 <= value < 1:
+        raise InvalidInput(f"relevance_cutoff must be a number in [0, 1) or None (off), got {value!r}",
+                           field="relevance_cutoff")
+    return float(value)
 
 
 def _unanswered(group: Sequence[Message]) -> bool:

@@ -14,7 +14,7 @@ Layout of the memory block (empty sections and empty headers are left out)::
     <section_separator>
     {profile_header}<item_separator>{profile_item}<item_separator>{profile_item}...
     <section_separator>
-    {recalled_header}<item_separator>{recalled_item}...
+    {recalled_header}<item_separator>{recalled_group}<item_separator>{recalled_item}...
 
 Example::
 
@@ -22,8 +22,9 @@ Example::
     >>> from datetime import datetime, UTC
     >>> item = MemoryItem(id="m1", user_id="u", text="Moved to Berlin", session_id="s7",
     ...                   created_at=datetime(2024, 5, 1, tzinfo=UTC))
-    >>> DEFAULT_TEMPLATE.recalled(Hit(item=item, score=1.0))
-    '- [2024-05-01, session s7] Moved to Berlin'
+    >>> hit = Hit(item=item, score=1.0)
+    >>> DEFAULT_TEMPLATE.recalled_group_line(hit), DEFAULT_TEMPLATE.recalled(hit)
+    ('[2024-05-01, session s7]', '- Moved to Berlin')
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ _PROFILE_FIELDS = frozenset({"key", "value", "since", "confidence"})
 _RECALLED_FIELDS = frozenset(
     {"text", "date", "datetime", "session", "kind", "speaker", "speaker_prefix", "id", "score", "importance"}
 )
+_GROUP_FIELDS = frozenset({"date", "session"})
 _NUMERIC_FIELDS = frozenset({"confidence", "score", "importance"})
 
 
@@ -68,12 +70,21 @@ class ContextTemplate:
     * ``recalled_item``: ``{text}``, ``{date}`` (YYYY-MM-DD), ``{datetime}``
       (YYYY-MM-DD HH:MM UTC), ``{session}``, ``{kind}``, ``{speaker}``,
       ``{speaker_prefix}`` ("user: " or ""), ``{id}``, ``{score}``, ``{importance}``
+    * ``recalled_group``: ``{date}``, ``{session}`` — a line written once before a run
+      of recalled items that share it (their date and session), so a session's turns
+      read as one dated excerpt and the date is not paid for on every line; ``""``
+      puts no group lines (then say the date in ``recalled_item`` if you want it).
 
     Headers and separators are literal text (write ``{{`` for a brace in an item).
     ``memory_message="merge"`` appends the memory block to the system prompt's
     message (one system message: accepted by every chat template, including local
     models that reject a second system message); ``"separate"`` sends it as its own
     system message right after the system prompt.
+
+    ``recalled_order``: which recalled items are kept is always decided best match
+    first; ``"chronological"`` (default) then shows them oldest first, so turns of one
+    session stand together in the order they were said, each with its date;
+    ``"rank"`` shows them best match first.
     """
 
     memory_header: str = (
@@ -85,18 +96,21 @@ class ContextTemplate:
     summary_item: str = "{summary}"
     profile_header: str = "## Known facts about the user"
     profile_item: str = "- {key}: {value}"
-    recalled_header: str = "## Recalled from earlier conversations (dated; best match first)"
-    recalled_item: str = "- [{date}, session {session}] {speaker_prefix}{text}"
+    recalled_header: str = "## Recalled from earlier conversations (dated, oldest first)"
+    recalled_group: str = "[{date}, session {session}]"
+    recalled_item: str = "- {speaker_prefix}{text}"
     section_separator: str = "\n\n"
     item_separator: str = "\n"
     unknown_session: str = "unknown"
     memory_message: Literal["merge", "separate"] = "merge"
+    recalled_order: Literal["chronological", "rank"] = "chronological"
 
     def __post_init__(self) -> None:
         allowed = {
             "summary_item": _SUMMARY_FIELDS,
             "profile_item": _PROFILE_FIELDS,
             "recalled_item": _RECALLED_FIELDS,
+            "recalled_group": _GROUP_FIELDS,
         }
         for spec in fields(self):
             value = getattr(self, spec.name)
@@ -104,6 +118,10 @@ class ContextTemplate:
             if spec.name == "memory_message":
                 if value not in ("merge", "separate"):
                     raise InvalidInput(f"{where} must be 'merge' or 'separate', got {value!r}", field=where)
+                continue
+            if spec.name == "recalled_order":
+                if value not in ("chronological", "rank"):
+                    raise InvalidInput(f"{where} must be 'chronological' or 'rank', got {value!r}", field=where)
                 continue
             if not isinstance(value, str):
                 raise InvalidInput(f"{where} must be a string", field=where)
@@ -114,6 +132,14 @@ class ContextTemplate:
                 raise InvalidInput(f"template.{name} must not be empty", field=f"template.{name}")
 
     # -- items ----------------------------------------------------------------------
+
+    def recalled_group_line(self, hit: Hit) -> str:
+        """The group line of ``hit`` (``""`` when groups are off)."""
+        if not self.recalled_group:
+            return ""
+        item = hit.item
+        return self.recalled_group.format(date=item.created_at.date().isoformat(),
+                                          session=item.session_id or self.unknown_session)
 
     def summary(self, text: str) -> str:
         return self.summary_item.format(summary=text)

@@ -46,7 +46,6 @@ __all__ = ["DEMO_SYSTEM_PROMPT", "demo_overrides", "pick_questions", "register"]
 #: session, so each one gets a rolling summary and archives its older turns.
 DEFAULT_BUFFER_TOKENS = 300
 DEFAULT_BUDGET = 1200
-DEFAULT_K = 20
 DEMO_SYSTEM_PROMPT = "You are a helpful personal assistant. Answer from memory when it helps."
 _CATEGORY_ORDER = ("single-hop", "preference", "temporal", "multi-hop", "knowledge-update")
 
@@ -64,7 +63,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--questions", type=non_negative_int, default=1, help="questions per conversation (default 1)")
     p.add_argument("--budget", type=positive_int, default=DEFAULT_BUDGET,
                    help=f"prompt budget per question in tokens (default {DEFAULT_BUDGET})")
-    p.add_argument("-k", type=positive_int, default=DEFAULT_K, help=f"items to recall per question (default {DEFAULT_K})")
+    p.add_argument("-k", type=positive_int, default=None,
+                   help="upper bound of recalled items per question (default: the budget and relevance decide)")
     p.add_argument("--buffer-tokens", type=positive_int, default=DEFAULT_BUFFER_TOKENS,
                    help=f"short-term buffer per session (default {DEFAULT_BUFFER_TOKENS})")
     p.add_argument("--archive-on-evict", action="store_true",
@@ -183,7 +183,7 @@ def _ingest(mem: Memory, conversations: list[EvalConversation], out: Output) -> 
     return results
 
 
-def _ask(mem: Memory, conv: EvalConversation, q: EvalQuestion, budget: int, k: int) -> dict[str, Any]:
+def _ask(mem: Memory, conv: EvalConversation, q: EvalQuestion, budget: int, k: int | None) -> dict[str, Any]:
     session = "ask-" + q.id.rsplit(":", 1)[-1]
     asked_at = q.asked_at or conv.sessions[-1].date + timedelta(days=7)
     started = time.perf_counter()

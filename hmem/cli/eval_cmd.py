@@ -2,9 +2,10 @@
 
 Ingests every conversation through ``Memory.add`` into a fresh embedded store (a
 temporary folder unless ``--workdir``), asks each question under the chosen
-configurations (bm25, dense, hybrid, hybrid+recency, default, context) and prints
-recall@k overall and per category, MRR, nDCG@10 and query latency. With ``--out`` it
-also writes results.json, results.md and a recall@k plot.
+configurations (bm25, dense, hybrid, hybrid+recency, default, context, answer) and
+prints recall@k overall and per category, MRR, nDCG@10 and query latency; the answer
+configuration adds, per budget, how often the gold answer is in Memory.context()'s
+prompt. With ``--out`` it also writes results.json, results.md and a recall@k plot.
 
 Example::
 
@@ -12,6 +13,7 @@ Example::
     hmem eval --dataset locomo --path ../shared/data/locomo/locomo_dev.json \\
         --corrections ../shared/data/locomo/audit_corrections_dev.json --k 5,10,25,50 --out results/
     hmem eval --dataset locomo --limit-conversations 1 --configs bm25,default --json
+    hmem eval --dataset sample --configs answer --answer-budgets 500,1000,2000,4000 --context-k 100
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from hmem.eval.model import EvalDataset
     from hmem.eval.runner import EvalRun
 
-__all__ = ["load_eval_dataset", "parse_configs", "parse_ks", "register"]
+__all__ = ["load_eval_dataset", "parse_answer_budgets", "parse_configs", "parse_context_k", "parse_ks", "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -48,13 +50,19 @@ def register(subparsers: Any) -> None:
     p.add_argument("--corrections", default=None, help="LoCoMo audit corrections file (WRONG_CITATION rows)")
     p.add_argument("--k", dest="ks", default="5,10,25,50", type=parse_ks, help="comma-separated ks (default 5,10,25,50)")
     p.add_argument("--configs", default=None, type=parse_configs,
-                   help="comma-separated configurations (default: all of bm25,dense,hybrid,hybrid+recency,default,context)")
+                   help="comma-separated configurations "
+                        "(default: all of bm25,dense,hybrid,hybrid+recency,default,context,answer)")
     p.add_argument("--limit-conversations", type=positive_int, default=None, metavar="N",
                    help="only the first N conversations")
     p.add_argument("--limit-questions", type=positive_int, default=None, metavar="N",
                    help="at most N questions per conversation")
     p.add_argument("--budget", type=positive_int, default=None, metavar="TOKENS",
                    help="token budget of the `context` configuration (default 4000)")
+    p.add_argument("--answer-budgets", default=None, type=parse_answer_budgets, metavar="TOKENS,...",
+                   help="comma-separated token budgets of the `answer` configuration (default 500,1000,2000,4000)")
+    p.add_argument("--context-k", default=None, type=parse_context_k, metavar="N",
+                   help="recall depth k (1-1000) of the `answer` configuration's Memory.context calls "
+                        "(default: context's own depth)")
     p.add_argument("--out", default=None, metavar="DIR", help="write results.json, results.md and recall_at_k.png here")
     p.add_argument("--workdir", default=None, metavar="DIR", help="keep the replayed store here (default: temporary)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -71,6 +79,29 @@ def parse_ks(text: str) -> tuple[int, ...]:
     if not ks or ks[0] < 1 or ks[-1] > 500:
         raise argparse.ArgumentTypeError(f"--k takes comma-separated integers from 1 to 500, got {text!r}")
     return ks
+
+
+def parse_answer_budgets(text: str) -> tuple[int, ...]:
+    """``"500,1000"`` → ``(500, 1000)``; an argparse usage error for anything but positive integers."""
+    usage = f"--answer-budgets takes comma-separated positive token counts such as 500,1000,2000,4000, got {text!r}"
+    try:
+        budgets = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(usage) from None
+    if not budgets or budgets[0] < 1:
+        raise argparse.ArgumentTypeError(usage)
+    return budgets
+
+
+def parse_context_k(text: str) -> int:
+    """``"100"`` → ``100``; a usage error outside 1..1000."""
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--context-k takes an integer from 1 to 1000, got {text!r}") from None
+    if not 1 <= k <= 1000:
+        raise argparse.ArgumentTypeError(f"--context-k takes an integer from 1 to 1000, got {text!r}")
+    return k
 
 
 def parse_configs(text: str) -> tuple[str, ...]:
@@ -102,7 +133,7 @@ def load_eval_dataset(name: str, path: str | None, corrections: str | None) -> E
 
 def _run(args: argparse.Namespace) -> int:
     from hmem.eval.report import summary, write_results
-    from hmem.eval.runner import DEFAULT_CONTEXT_BUDGET, run_eval
+    from hmem.eval.runner import ANSWER_BUDGETS, DEFAULT_CONTEXT_BUDGET, run_eval
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     dataset = load_eval_dataset(args.dataset, args.path, args.corrections)
@@ -114,6 +145,8 @@ def _run(args: argparse.Namespace) -> int:
         limit_conversations=args.limit_conversations,
         limit_questions=args.limit_questions,
         context_budget=args.budget or DEFAULT_CONTEXT_BUDGET,
+        answer_budgets=args.answer_budgets or ANSWER_BUDGETS,
+        context_k=args.context_k,
         progress=not args.no_progress and sys.stderr.isatty(),
     )
     paths = write_results(run, args.out) if args.out else {}
@@ -132,6 +165,7 @@ def _render(console: Console, run: EvalRun, paths: dict[str, Any]) -> None:
     from rich.table import Table
 
     from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES
+    from hmem.eval.report import ANSWER_HEADERS, answer_rows
 
     ks = run.ks
     console.print(
@@ -161,5 +195,15 @@ def _render(console: Console, run: EvalRun, paths: dict[str, Any]) -> None:
     for cat, m in run.configs[focus].report.per_category.items():
         cats.add_row(cat, *[pct(m.recall[k]) for k in ks], pct(m.mrr), f"{m.n}" + (f" +{m.no_evidence}∅" if m.no_evidence else ""))
     console.print(cats)
+    for name, result in run.configs.items():
+        rows = answer_rows(result)
+        if not rows:
+            continue
+        answers = Table(title=f"{name}: answer in context per budget (%)")
+        for col in ANSWER_HEADERS:
+            answers.add_column(col, justify="right")
+        for row in rows:
+            answers.add_row(*row)
+        console.print(answers)
     for kind, path in paths.items():
         console.print(f"{kind}: {path}")

@@ -3,9 +3,13 @@
 - :func:`summary` — the one JSON object ``hmem eval --json`` prints: per
   configuration ``recall@k`` (every k), ``recall_all@k``, ``mrr``, ``ndcg@10``,
   ``questions``, ``latency_ms`` (``p50``/``p95``/``mean``) and ``per_category`` with
-  the same metrics. Metric values are fractions in [0, 1].
+  the same metrics. Metric values are fractions in [0, 1]. The ``answer``
+  configuration adds ``context_k`` and ``answers``: per budget (``"500"`` …)
+  ``strict``, ``loose``, ``evidence`` (fractions), ``mean_tokens``, ``questions`` and
+  ``per_category`` with the same keys.
 - :func:`to_markdown` — an overall table (one row per configuration, plus the
-  published reference when there is one) and one per-category table per configuration;
+  published reference when there is one), the "answer in context per budget" table
+  when the ``answer`` configuration ran, and one per-category table per configuration;
   numbers in percent.
 - :func:`write_results` — ``results.json`` (summary + per-question retrieved turns),
   ``results.md`` and ``recall_at_k.png`` in a folder.
@@ -26,8 +30,10 @@ from typing import Any
 from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES, MetricSummary
 from hmem.eval.runner import ConfigResult, EvalRun
 
-__all__ = ["REFERENCES", "REFERENCE_NAMES", "summary", "to_markdown", "write_results"]
+__all__ = ["ANSWER_HEADERS", "REFERENCES", "REFERENCE_NAMES", "answer_rows", "summary", "to_markdown", "write_results"]
 
+#: Columns of the answer-in-context table (markdown report and ``hmem eval``).
+ANSWER_HEADERS: tuple[str, ...] = ("budget", "strict", "loose", "evidence", "mean tokens", "questions")
 
 
 def _metrics(m: MetricSummary) -> dict[str, Any]:
@@ -50,7 +56,23 @@ def _config_summary(result: ConfigResult) -> dict[str, Any]:
     out["description"] = result.config.description
     out.update(result.extra)
     out["per_category"] = {name: _metrics(m) for name, m in report.per_category.items()}
+    if result.answers is not None:
+        out["context_k"] = result.answers.k
+        out["answers"] = {str(b): s.to_dict() for b, s in result.answers.summaries.items()}
     return out
+
+
+def answer_rows(result: ConfigResult) -> list[list[str]]:
+    """The rows of the answer-in-context table (:data:`ANSWER_HEADERS`, percent), one per
+    budget; empty for a configuration without the measure."""
+    if result.answers is None:
+        return []
+    rows: list[list[str]] = []
+    for budget, s in result.answers.summaries.items():
+        o = s.overall
+        tokens = "–" if o.mean_tokens is None else f"{o.mean_tokens:.0f}"
+        rows.append([str(budget), _pct(o.strict), _pct(o.loose), _pct(o.evidence), tokens, str(o.questions)])
+    return rows
 
 
 def summary(run: EvalRun) -> dict[str, Any]:
@@ -108,6 +130,16 @@ def to_markdown(run: EvalRun) -> str:
             f"{extra.get('mean_context_tokens', 0):.0f} tokens per prompt)."
         )
     for name, result in run.configs.items():
+        rows = answer_rows(result)
+        if not rows or result.answers is None:
+            continue
+        depth = "its default depth" if result.answers.k is None else f"k={result.answers.k}"
+        lines += ["", f"#### `{name}`: answer in context per budget (`Memory.context`, {depth})", "",
+                  _row(list(ANSWER_HEADERS)), _row(["---"] * len(ANSWER_HEADERS)), *map(_row, rows), "",
+                  "strict = the normalised gold answer is in the prompt; loose = at least 80 % of its content "
+                  "words are; evidence = share of gold turns kept in the recalled tier; dates match in any "
+                  "common format. Abstention and adversarial questions are not counted."]
+    for name, result in run.configs.items():
         lines += ["", f"#### `{name}` per category — {result.config.description}", ""]
         chead = ["category", *[f"R@{k}" for k in ks], "MRR", "nDCG@10", "questions"]
         lines += [_row(chead), _row(["---"] * len(chead))]
@@ -130,6 +162,11 @@ def write_results(run: EvalRun, out_dir: str | Path, *, plot: bool = True) -> di
             for r in result.results
         ]
         for name, result in run.configs.items()
+    }
+    full["answers_detail"] = {
+        name: [{"id": r.question_id, "category": r.category, "budget": r.budget, "strict": r.strict, "loose": r.loose,
+                "evidence": r.evidence, "tokens": r.tokens} for r in result.answers.records]
+        for name, result in run.configs.items() if result.answers is not None
     }
     paths = {"json": folder / "results.json", "markdown": folder / "results.md"}
     paths["json"].write_text(json.dumps(full, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

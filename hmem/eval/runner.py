@@ -37,6 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hmem.errors import InvalidInput
+from hmem.eval.answer_run import (
+    ANSWER_BUDGETS,
+    AnswerResult,
+    ask_answers,
+    check_answer_budgets,
+    check_context_k,
+    recalled_turns,
+)
 from hmem.eval.metrics import DEFAULT_KS, QuestionResult, Report, aggregate
 from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
 from hmem.types import Hit, Message, ToolCall
@@ -46,6 +54,7 @@ if TYPE_CHECKING:
     from hmem.protocols import Embedder
 
 __all__ = [
+    "ANSWER_BUDGETS",
     "CONFIGS",
     "CONFIG_NAMES",
     "DEFAULT_CONTEXT_BUDGET",
@@ -59,7 +68,7 @@ __all__ = [
     "turn_content",
 ]
 
-ConfigKind = Literal["recall", "lexical", "dense", "context"]
+ConfigKind = Literal["recall", "lexical", "dense", "context", "answer"]
 
 #: Token budget of the ``context`` configuration (a small model's prompt).
 DEFAULT_CONTEXT_BUDGET = 4000
@@ -98,6 +107,7 @@ CONFIGS: Mapping[str, EvalConfig] = {
         ),
         EvalConfig("default", "recall", "Memory.recall with hmem's defaults"),
         EvalConfig("context", "context", "gold turns inside Memory.context() at the token budget"),
+        EvalConfig("answer", "answer", "gold answer inside Memory.context() per budget (recall: largest budget)"),
     )
 }
 CONFIG_NAMES: tuple[str, ...] = tuple(CONFIGS)
@@ -141,12 +151,14 @@ class IngestStats:
 
 @dataclass(frozen=True, slots=True)
 class ConfigResult:
-    """Scores of one configuration plus what it retrieved per question."""
+    """Scores of one configuration plus what it retrieved per question (``answers``:
+    the answer-in-context measure, only for the ``answer`` configuration)."""
 
     config: EvalConfig
     report: Report
     results: tuple[QuestionResult, ...]
     extra: Mapping[str, float] = field(default_factory=dict)
+    answers: AnswerResult | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +252,8 @@ def run_eval(
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
     context_budget: int = DEFAULT_CONTEXT_BUDGET,
+    answer_budgets: Sequence[int] = ANSWER_BUDGETS,
+    context_k: int | None = None,
     progress: bool = True,
 ) -> EvalRun:
     """Ingest ``dataset`` through :meth:`Memory.add`, then ask every question under each
@@ -250,14 +264,17 @@ def run_eval(
     the ``dense`` configuration embeds each question with ``embed_query``, as recall
     does). ``workdir`` keeps the store (default:
     a temporary folder, deleted afterwards). ``limit_questions`` caps the questions
-    *per conversation*. Raises :class:`InvalidInput` for unknown configurations or bad
-    limits, before anything is written.
+    *per conversation*. The ``answer`` configuration asks :meth:`Memory.context` at each
+    of ``answer_budgets`` with ``k=context_k`` (None: context's own depth). Raises
+    :class:`InvalidInput` for unknown configurations, bad limits, budgets or k, before
+    anything is written.
     """
     chosen = select_configs(configs)
     ks_t = tuple(sorted(dict.fromkeys(ks)))
     aggregate([], ks_t)  # validates ks up front
     if isinstance(context_budget, bool) or not isinstance(context_budget, int) or context_budget < 1:
         raise InvalidInput(f"context_budget must be a positive integer, got {context_budget!r}", field="context_budget")
+    budgets, depth = check_answer_budgets(answer_budgets), check_context_k(context_k)
     convs, questions = _subset(dataset, limit_conversations, limit_questions)
     opener = open_memory or _default_open(embedder)
     with tempfile.TemporaryDirectory(prefix="hmem-eval-") as tmp:
@@ -266,7 +283,9 @@ def run_eval(
         try:
             ingest = _ingest(mem, convs, progress)
             results = {
-                cfg.name: _ask_all(mem, cfg, questions, ks_t, budget=context_budget, progress=progress) for cfg in chosen
+                cfg.name: _ask_all(mem, cfg, questions, ks_t, budget=context_budget, progress=progress)
+                if cfg.kind != "answer" else _ask_answers(mem, cfg, questions, ks_t, budgets=budgets, k=depth, progress=progress)
+                for cfg in chosen
             }
         finally:
             mem.close()
@@ -321,6 +340,15 @@ def _ask_all(
     return ConfigResult(cfg, aggregate(out, ks), tuple(out), extra)
 
 
+def _ask_answers(
+    mem: Memory, cfg: EvalConfig, questions: Sequence[EvalQuestion], ks: tuple[int, ...], *,
+    budgets: tuple[int, ...], k: int | None, progress: bool,
+) -> ConfigResult:
+    asked = _bar(questions, total=len(questions), desc=f"ask {cfg.name}", enabled=progress)
+    out, answers = ask_answers(mem, asked, budgets=budgets, k=k, session_id=QUERY_SESSION)
+    return ConfigResult(cfg, aggregate(out, ks), tuple(out), answers=answers)
+
+
 def _distinct_turns(source_ids: Iterable[str | None]) -> list[str]:
     return list(dict.fromkeys(s for s in source_ids if s))
 
@@ -342,6 +370,4 @@ def _retrieve(mem: Memory, cfg: EvalConfig, q: EvalQuestion, want: int) -> list[
 
 def _context_turns(mem: Memory, q: EvalQuestion, want: int, budget: int) -> tuple[list[str], int]:
     ctx = mem.context(q.conversation_id, QUERY_SESSION, query=q.question, budget=budget, k=want)
-    kept = [r.ref for r in ctx.report.items if r.tier == "recalled" and r.kept]
-    found = mem.items(q.conversation_id, ids=kept)
-    return _distinct_turns(item.source_message_id for item in found), ctx.tokens
+    return recalled_turns(mem, q.conversation_id, ctx), ctx.tokens

@@ -45,7 +45,7 @@ LONG_OR_SHORT = st.text(alphabet=st.sampled_from(list("ab 你好 🐼 ")), min_s
 )
 BARE = ContextTemplate(
     memory_header="", summary_header="", profile_header="", recalled_header="", profile_item="{value}",
-    recalled_item="{text}",
+    recalled_item="{text}", recalled_group="",
 )  # fmt: skip
 
 
@@ -264,14 +264,14 @@ def test_memory_tiers_render_into_the_system_message_with_dates_and_sessions(tok
     system = ctx.messages[0]["content"]
     assert system.startswith("Be kind.\n\n# Memory")
     assert "They talked about Berlin." in system and "- k0: Berlin" in system
-    assert "- [2023-11-05, session s42] user: Likes hiking" in system
+    assert "[2023-11-05, session s42]\n- user: Likes hiking" in system
     assert [m.get("content") for m in ctx.messages[1:]] == [m.content for m in chat()]
 
 
 def test_template_can_be_replaced(tok: Tokenizer) -> None:
     template = ContextTemplate(
         memory_header="", recalled_header="Memories:", recalled_item="* {text} ({datetime}, score {score:.2f})",
-        memory_message="separate",
+        recalled_group="", memory_message="separate",
     )  # fmt: skip
     ctx = assemble(
         chat(), tokenizer=tok, budget=2000, system_prompt="Hi.", recalled=hits(["Owns a cat"]), template=template
@@ -356,15 +356,70 @@ def test_lower_tiers_get_nothing_once_a_higher_tier_was_denied_room(tok: Tokeniz
 
 def test_caps_limit_a_tier_and_leave_room_for_the_next(tok: Tokenizer) -> None:
     msgs = [*(Message(role="user", content=f"old message number {i} " * 5) for i in range(20)), chat()[-1]]
-    recalled = hits([f"fact {i}" for i in range(3)])
-    capped = assemble(msgs, tokenizer=tok, budget=400, caps=TierCaps(history=0.25), recalled=recalled)
+    recalled = hits([f"fact number {i} about the user" for i in range(40)])  # wants more than its share too
+    # Shares that add up to the whole budget: no tier leaves room unused, so none flexes.
+    caps = TierCaps(history=0.25, recalled=0.75)
+    capped = assemble(msgs, tokenizer=tok, budget=400, caps=caps, recalled=recalled)
     assert capped.report.tier("history").tokens <= 100
-    assert capped.report.tier("recalled").kept == 3
-    assert any(i.reason == "tier cap" for i in capped.report.items)
+    assert capped.report.tier("history").stopped_by == "tier cap"
+    assert capped.report.tier("recalled").kept > 3
     greedy = assemble(msgs, tokenizer=tok, budget=400, caps=None, recalled=recalled)
     assert greedy.report.tier("history").tokens > 100  # uncapped history takes what it can
     check_output(capped, tok, 400)
     check_output(greedy, tok, 400)
+
+
+def test_a_tier_may_use_the_share_another_tier_leaves_unused(tok: Tokenizer) -> None:
+    # Many history groups, three short recalled items: recalled leaves most of its 0.6
+    # share unused, so history may grow past its 0.4 — and the other way round.
+    msgs = [*(Message(role="user", content=f"old message number {i} " * 5) for i in range(40)), chat()[-1]]
+    few = assemble(msgs, tokenizer=tok, budget=1000, recalled=hits(["fact 0", "fact 1", "fact 2"]))
+    assert few.report.tier("recalled").kept == 3
+    assert few.report.tier("history").tokens > 400
+    assert few.report.tier("history").cap is not None and few.report.tier("history").cap > 400
+    # No history at all: recalled items may take far more than 0.6 of the budget.
+    many = hits([f"fact number {i} about the user and their week" for i in range(200)])
+    alone = assemble(chat()[-1:], tokenizer=tok, budget=1000, recalled=many)
+    assert alone.tokens > 900 and (alone.report.tier("recalled").cap or 0) > 600
+    assert alone.report.tier("recalled").stopped_by in ("budget", "tier cap")
+    # Every tier full: the caps stay the defaults.
+    full = assemble(msgs, tokenizer=tok, budget=1000, recalled=many)
+    assert full.report.tier("history").cap == 400 and full.report.tier("recalled").cap == 600
+    assert full.report.tier("history").tokens <= 400
+    for ctx in (few, alone, full):
+        check_output(ctx, tok, 1000)
+
+
+def test_recalled_tier_stops_at_the_relevance_cut_off(tok: Tokenizer) -> None:
+    strong = hits([f"fact {i}" for i in range(10)])  # scores 1, 1/2, 1/3 … 1/10
+    ctx = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=strong, relevance_cutoff=0.3)
+    kept = [i.ref for i in ctx.report.items if i.tier == "recalled" and i.kept]
+    assert kept == ["m0", "m1", "m2"]  # 1, 0.5, 0.33 >= 0.3; 0.25 is below
+    assert ctx.report.tier("recalled").stopped_by == "relevance"
+    assert {i.reason for i in ctx.report.items if i.tier == "recalled" and not i.kept} == {"relevance"}
+    # No cut-off: all ten fit; the tier was not stopped.
+    every = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=strong)
+    assert every.report.tier("recalled").kept == 10 and every.report.tier("recalled").stopped_by is None
+    # An explicit upper bound: the report names it.
+    bounded = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=strong, max_recalled=4)
+    assert bounded.report.tier("recalled").kept == 4 and bounded.report.tier("recalled").stopped_by == "recall limit"
+    # A small budget stops it before relevance does.
+    small = assemble(chat()[-1:], tokenizer=tok, budget=every.tokens - 20, recalled=strong, relevance_cutoff=0.05)
+    assert small.report.tier("recalled").stopped_by == "budget"
+
+
+def test_recalled_items_are_shown_oldest_first_but_chosen_best_first(tok: Tokenizer) -> None:
+    recalled = hits(["alpha-new", "beta-mid", "gamma-old"])  # created T0, T0-1d, T0-2d; best first
+    ctx = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=recalled)
+    block = ctx.messages[0]["content"]
+    assert block.index("gamma-old") < block.index("beta-mid") < block.index("alpha-new")
+    ranked = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=recalled,
+                      template=dataclasses.replace(DEFAULT_TEMPLATE, recalled_order="rank"))
+    text = ranked.messages[0]["content"]
+    assert text.index("alpha-new") < text.index("beta-mid") < text.index("gamma-old")
+    # The choice is still best first: a budget for one item keeps the best one.
+    one = assemble(chat()[-1:], tokenizer=tok, budget=5000, recalled=recalled, max_recalled=1)
+    assert [i.ref for i in one.report.items if i.tier == "recalled" and i.kept] == ["m0"]
 
 
 def test_budget_for() -> None:
@@ -399,6 +454,13 @@ BAD_ASSEMBLE_ARGS = [
     ("caps.history", {"caps": "make"}),
     ("template", {"template": "{text}"}),
     ("truncate_current_turn", {"truncate_current_turn": "yes"}),
+    ("relevance_cutoff", {"relevance_cutoff": 1.0}),
+    ("relevance_cutoff", {"relevance_cutoff": -0.1}),
+    ("relevance_cutoff", {"relevance_cutoff": "0.5"}),
+    ("relevance_cutoff", {"relevance_cutoff": True}),
+    ("relevance_cutoff", {"relevance_cutoff": float("nan")}),
+    ("max_recalled", {"max_recalled": -1}),
+    ("max_recalled", {"max_recalled": 2.5}),
     (
         "messages",
         {"messages": [{"role": "user", "content": "a", "id": "x"}, {"role": "user", "content": "b", "id": "x"}]},
@@ -424,3 +486,29 @@ def test_bad_inputs_raise_invalid_input_and_change_nothing(field: str, override:
         assemble(**kwargs)
     assert info.value.field == field
     assert msgs == snapshot
+
+
+def test_recalled_items_of_one_session_share_one_dated_group_line(tok: Tokenizer) -> None:
+    day = datetime(2023, 5, 8, 14, tzinfo=UTC)
+
+    def turn(i: int, session: str, when: datetime, score: float) -> Hit:
+        return Hit(item=MemoryItem(id=f"t{i}", user_id="u", text=f"turn number {i}", session_id=session,
+                                   speaker="Mel", created_at=when), score=score)
+
+    recalled = [turn(1, "s1", day + timedelta(minutes=2), 0.9), turn(2, "s2", day + timedelta(days=30), 0.8),
+                turn(3, "s1", day, 0.7)]
+    ctx = assemble(chat()[-1:], tokenizer=tok, budget=2000, recalled=recalled)
+    block = ctx.messages[0]["content"]
+    assert block.endswith("[2023-05-08, session s1]\n- Mel: turn number 3\n- Mel: turn number 1\n"
+                          "[2023-06-07, session s2]\n- Mel: turn number 2")
+    ranked = assemble(chat()[-1:], tokenizer=tok, budget=2000, recalled=recalled,
+                      template=dataclasses.replace(DEFAULT_TEMPLATE, recalled_order="rank"))
+    # Best first interleaves the sessions, so each run gets its own group line.
+    assert ranked.messages[0]["content"].count("[2023-05-08, session s1]") == 2
+    # One date line per session costs fewer tokens than a date on every line.
+    per_line = assemble(chat()[-1:], tokenizer=tok, budget=2000, recalled=recalled,
+                        template=dataclasses.replace(DEFAULT_TEMPLATE, recalled_group="",
+                                                     recalled_item="- [{date}, session {session}] {speaker_prefix}{text}"))
+    assert ctx.tokens < per_line.tokens
+    for result in (ctx, ranked, per_line):
+        check_output(result, tok, 2000)

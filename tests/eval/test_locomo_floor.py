@@ -48,6 +48,12 @@ def test_sample_eval_json_structure_and_floor() -> None:
         assert cfg["per_category"]["abstention"]["recall@10"] is None
         for key in ("mrr", "ndcg@10"):
             assert 0.0 <= cfg[key] <= 1.0
+    # the answer-in-context measure: every budget, every question with evidence (none is adversarial here)
+    answers = data["configs"]["answer"]["answers"]
+    assert list(answers) == ["500", "1000", "2000", "4000"]
+    for budget, row in answers.items():
+        assert row["questions"] == 103 and 0 < row["mean_tokens"] <= int(budget)
+        assert all(0.0 <= row[key] <= 1.0 for key in ("strict", "loose", "evidence"))
     default = data["configs"]["default"]
     for k, floor in SAMPLE_FLOOR.items():
         assert default[f"recall@{k}"] >= floor, (k, default[f"recall@{k}"])

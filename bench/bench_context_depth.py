@@ -1,0 +1,242 @@
+"""How deep should a prompt's recall go? Answer-in-context per budget and relevance cut-off.
+
+Ingests a dataset through ``Memory.add`` (kept in ``--workdir``, so later runs reuse it),
+then asks every answerable question in a new, empty session with ``Memory.context``
+(default arguments unless told) at several budgets, and scores the assembled messages
+with :func:`hmem.eval.answers.containment` (strict / loose answer in context) plus the
+share of gold evidence turns kept, the tokens used and what stopped the recalled tier.
+
+The cut-off is chosen on a *tune* part and confirmed on the rest: LoCoMo dev
+conversations 1-3 tune, 4-5 confirm (``--part``); the sample set is a second tune set.
+Rule, fixed before measuring: the highest cut-off whose loose answer-in-context at
+4,000 tokens stays within 1 point of no cut-off on the tune part.
+
+``--dump FILE`` writes the raw contexts (JSON lines) instead of scoring, using only
+``Memory.context(query=, budget=, k=)``: run it with ``PYTHONPATH`` set to an older
+checkout to measure "before", then ``--score FILE`` scores the dump with this checkout.
+
+Run::
+
+    .venv/bin/python bench/bench_context_depth.py --dataset locomo --workdir /tmp/hmem-depth \\
+        --cutoffs none,0.1,0.2,0.3,0.4,0.5 --part tune
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
+from hmem.eval.model import EvalDataset, EvalQuestion
+from hmem.eval.runner import conversation_batches
+from hmem.memory import Memory
+
+QUERY_SESSION = "hmem-bench-depth"
+#: The categories of the issue's "today" table (LoCoMo); "all" adds temporal.
+ISSUE_CATEGORIES = ("single-hop", "multi-hop", "open-domain")
+NO_ANSWER = ("not mentioned in the conversation",)
+
+
+@dataclass
+class Row:
+    """One question at one budget under one setting."""
+
+    question: str
+    category: str
+    budget: int
+    text: str
+    tokens: int
+    kept_turns: list[str]
+    gold: list[str]
+    answer: str
+    stopped_by: str | None = None
+
+
+@dataclass
+class Cell:
+    strict: list[float] = field(default_factory=list)
+    loose: list[float] = field(default_factory=list)
+    evidence: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    stops: Counter[str] = field(default_factory=Counter)
+
+
+def _dataset(name: str) -> EvalDataset:
+    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
+
+
+def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
+    ids = [c.id for c in dataset.conversations]
+    if name == "sample" or part == "all":
+        return ids
+    return ids[:3] if part == "tune" else ids[3:]
+
+
+def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str]) -> Memory:
+    marker = workdir / "ingested.json"
+    mem = Memory.open(workdir / "data")
+    done = set(json.loads(marker.read_text())) if marker.exists() else set()
+    todo = [c for c in dataset.conversations if c.id in conversations and c.id not in done]
+    if todo:
+        from tqdm import tqdm
+
+        total = sum(c.turn_count for c in todo)
+        with tqdm(total=total, desc="ingest", unit="turn", file=sys.stderr) as bar:
+            for conv in todo:
+                for session_id, messages in conversation_batches(conv):
+                    mem.add(conv.id, session_id, messages)
+                    bar.update(len(messages))
+                mem.flush()
+                done.add(conv.id)
+                marker.write_text(json.dumps(sorted(done)))
+    return mem
+
+
+def _questions(dataset: EvalDataset, conversations: Sequence[str]) -> list[EvalQuestion]:
+    out = []
+    for conv in conversations:
+        for q in dataset.questions_for(conv):
+            if q.evidence and q.answer.strip() and q.answer not in NO_ANSWER and q.category != "adversarial":
+                out.append(q)
+    return out
+
+
+def _ask(mem: Memory, questions: Sequence[EvalQuestion], budgets: Sequence[int], **context: Any) -> list[Row]:
+    from tqdm import tqdm
+
+    rows = []
+    for q in tqdm(questions, desc=f"ask {context or 'defaults'}", unit="q", file=sys.stderr, leave=False):
+        for budget in budgets:
+            ctx = mem.context(q.conversation_id, QUERY_SESSION, query=q.question, budget=budget, **context)
+            kept = [r.ref for r in ctx.report.items if r.tier == "recalled" and r.kept]
+            turns = list(dict.fromkeys(i.source_message_id for i in mem.items(q.conversation_id, ids=kept)
+                                       if i.source_message_id))
+            tier = ctx.report.tier("recalled")
+            rows.append(Row(q.id, q.category, budget, "\n".join(str(m.get("content") or "") for m in ctx.messages),
+                            ctx.tokens, turns, list(q.evidence), q.answer, getattr(tier, "stopped_by", None)))
+    return rows
+
+
+def _score(rows: Iterable[Row], categories: Sequence[str] | None) -> dict[int, Cell]:
+    from hmem.eval.answers import containment
+
+    cells: dict[int, Cell] = {}
+    for row in rows:
+        if categories is not None and row.category not in categories:
+            continue
+        cell = cells.setdefault(row.budget, Cell())
+        found = containment(row.answer, row.text)
+        cell.strict.append(float(found.strict))
+        cell.loose.append(float(found.loose))
+        cell.evidence.append(len(set(row.gold) & set(row.kept_turns)) / len(row.gold))
+        cell.tokens.append(row.tokens)
+        cell.stops[row.stopped_by or "-"] += 1
+    return cells
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _print(label: str, cells: dict[int, Cell]) -> None:
+    print(f"\n{label}")
+    print(f"{'budget':>7} {'strict':>7} {'loose':>7} {'evid.':>7} {'tokens':>7} {'evid/1k':>8}  n    stopped by")
+    for budget in sorted(cells):
+        c = cells[budget]
+        tokens = _mean(c.tokens)
+        per_1k = 1000 * _mean(c.evidence) / tokens if tokens else 0.0
+        stops = ", ".join(f"{k} {v}" for k, v in c.stops.most_common())
+        print(f"{budget:>7} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} {100 * _mean(c.evidence):>7.1f}"
+              f" {tokens:>7.0f} {per_1k:>8.1f}  {len(c.tokens):<4} {stops}")
+
+
+def _print_grid(label: str, grid: dict[str, dict[int, Cell]]) -> None:
+    """One line per setting: loose answer-in-context / mean tokens at each budget."""
+    budgets = sorted({b for cells in grid.values() for b in cells})
+    print(f"\n{label}: loose answer in context / mean tokens")
+    print(f"{'setting':<24}" + "".join(f"{'budget ' + str(b):>14}" for b in budgets))
+    for name, cells in grid.items():
+        print(f"{name:<24}" + "".join(f"{100 * _mean(cells[b].loose):>7.1f} / {_mean(cells[b].tokens):<5.0f}"
+                                      for b in budgets))
+
+
+def _print_rows(grid: dict[str, dict[int, Cell]]) -> None:
+    """Every metric per setting and budget, one line each."""
+    print(f"{'setting':<24} {'budget':>6} {'strict':>7} {'loose':>7} {'evid.':>7} {'tokens':>7} {'evid/1k':>8} {'n':>5}")
+    for name, cells in grid.items():
+        for budget in sorted(cells):
+            c = cells[budget]
+            tokens = _mean(c.tokens)
+            per_1k = 1000 * _mean(c.evidence) / tokens if tokens else 0.0
+            print(f"{name:<24} {budget:>6} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} "
+                  f"{100 * _mean(c.evidence):>7.1f} {tokens:>7.0f} {per_1k:>8.1f} {len(c.tokens):>5}")
+
+
+def _cutoff(text: str) -> float | None:
+    return None if text.strip().lower() in ("none", "off") else float(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=("locomo", "sample"), default="locomo")
+    parser.add_argument("--part", choices=("tune", "confirm", "all"), default="all")
+    parser.add_argument("--workdir", type=Path, required=True, help="keeps the ingested store between runs")
+    parser.add_argument("--budgets", default="500,1000,2000,4000")
+    parser.add_argument("--cutoffs", default=None, help="comma-separated relevance cut-offs (none = off); "
+                        "default: Memory.context's own default only")
+    parser.add_argument("--k", type=int, default=None, help="pass k= to Memory.context (an upper bound)")
+    parser.add_argument("--dump", type=Path, default=None, help="write raw contexts (JSON lines) instead of scoring")
+    parser.add_argument("--score", type=Path, nargs="+", default=None, help="score dumps written by --dump")
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    budgets = [int(b) for b in args.budgets.split(",")]
+
+    if args.score:
+        keep = None if args.part == "all" else set(_part(_dataset(args.dataset), args.dataset, args.part))
+        dumps = {}
+        for path in args.score:
+            rows = [Row(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+            dumps[path.stem] = [r for r in rows if keep is None or r.question.split(":")[0] in keep]
+        for label, categories in (("all answerable", None), (", ".join(ISSUE_CATEGORIES), ISSUE_CATEGORIES)):
+            print(f"\n{args.dataset} ({args.part}), {label}")
+            _print_rows({name: _score(rows, categories) for name, rows in dumps.items()})
+        return
+
+    dataset = _dataset(args.dataset)
+    conversations = _part(dataset, args.dataset, args.part)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    mem = _open(args.workdir, dataset, conversations)
+    questions = _questions(dataset, conversations)
+    extra: dict[str, Any] = {} if args.k is None else {"k": args.k}
+    try:
+        if args.dump:
+            rows = _ask(mem, questions, budgets, **extra)
+            args.dump.write_text("".join(json.dumps(r.__dict__) + "\n" for r in rows))
+            print(f"wrote {len(rows)} rows to {args.dump}")
+            return
+        settings: list[dict[str, Any]] = [dict(extra)]
+        if args.cutoffs:
+            settings = [{**extra, "relevance_cutoff": _cutoff(c)} for c in args.cutoffs.split(",")]
+        grid: dict[str, dict[int, Cell]] = {}
+        for setting in settings:
+            rows = _ask(mem, questions, budgets, **setting)
+            label = f"{args.dataset} ({args.part}, {len(questions)} questions) {setting or 'defaults'}"
+            _print(f"{label}: all answerable", _score(rows, None))
+            if args.dataset == "locomo":
+                _print(f"{label}: {', '.join(ISSUE_CATEGORIES)}", _score(rows, ISSUE_CATEGORIES))
+            name = "cut-off " + str(setting.get("relevance_cutoff", "default")) if args.cutoffs else "defaults"
+            grid[name] = _score(rows, None)
+        _print_grid(f"{args.dataset} ({args.part}, {len(questions)} questions, all answerable)", grid)
+    finally:
+        mem.close()
+
+
+if __name__ == "__main__":
+    main()
