@@ -4,11 +4,15 @@ The stored :attr:`MemoryItem.text` of an archived turn stays verbatim; the *inde
 texts add what a question about that turn is likely to mention but the turn alone
 does not say:
 
-- **lexical (BM25)**: ``"[<session date>] <previous turn>\\n<speaker>: <text>"``.
+- **lexical (BM25)**: ``"[<session date>] <previous turn>\\n<speaker>: <text> (<dates>)"``.
   A turn is often the answer to the previous turn's question ("Yes, twice a week!"),
   so the pair carries the topic; questions name people ("What did Caroline …") and
   dates ("… in May 2023"). BM25 only gains from the extra words: a query term that
-  appears in the previous turn now also points at its answer.
+  appears in the previous turn now also points at its answer. ``(<dates>)`` are the
+  dates the turn's own text refers to, resolved against the session date by
+  :func:`hmem.longterm.dates.resolve_dates` ("yesterday" said on 8 May 2023 →
+  ``(7 May 2023)``; keys joined by ``"; "``, the session date itself left out); a turn
+  without any has no parentheses.
 - **dense (embedding)**: ``"<speaker>: <text>"``. One sentence embedding averages its
   input, so the previous turn would blur the turn's own meaning (measured on the sample
   set: dense recall@10 65.5 → 50.0 with the previous turn); the speaker's name stays
@@ -18,8 +22,8 @@ Facts and other non-turn items are indexed as their text.
 
 Every indexed text stays within :data:`MAX_INDEX_CHARS` (the limit of any hmem text,
 which embedders and lexical indexes enforce): for a turn near that size the context is
-dropped (previous turn, then date, then speaker), never the turn itself, so a message
-that was accepted is always indexed. The previous turn is kept
+dropped (previous turn, then resolved dates, then session date, then speaker), never
+the turn itself, so a message that was accepted is always indexed. The previous turn is kept
 in ``item.metadata["previous_turn"]`` as ``"<speaker>: <text>"`` (filled by
 :meth:`LongTermStore.archive_turns`), so :meth:`LongTermStore.reindex` rebuilds
 exactly the same index texts. See docs/eval.md for the measurements behind each part.
@@ -28,21 +32,24 @@ Example::
 
     >>> from datetime import datetime, UTC
     >>> from hmem.types import MemoryItem
-    >>> it = MemoryItem(id="1", user_id="u", text="Yes, twice a week!", kind="turn", speaker="Mel",
-    ...                 created_at=datetime(2023, 5, 8, tzinfo=UTC),
+    >>> it = MemoryItem(id="1", user_id="u", text="Yes, twice a week! Went yesterday.", kind="turn",
+    ...                 speaker="Mel", created_at=datetime(2023, 5, 8, tzinfo=UTC),
     ...                 metadata={"previous_turn": "Caroline: Do you still go swimming?"})
     >>> print(lexical_text(it))
     [8 May 2023] Caroline: Do you still go swimming?
-    Mel: Yes, twice a week!
+    Mel: Yes, twice a week! Went yesterday. (7 May 2023)
     >>> dense_text(it)
-    'Mel: Yes, twice a week!'
+    'Mel: Yes, twice a week! Went yesterday.'
 """
 
 from __future__ import annotations
 
+from hmem.longterm.dates import date_keys, day_key, resolve_dates
 from hmem.types import MAX_CONTENT_CHARS, MemoryItem
 
 __all__ = [
+    "DATE_SCAN_CHARS",
+    "MAX_DATE_KEYS",
     "MAX_INDEX_CHARS",
     "PREVIOUS_TURN_KEY",
     "PREVIOUS_TURN_MAX_CHARS",
@@ -58,12 +65,17 @@ PREVIOUS_TURN_KEY = "previous_turn"
 #: document before a short reply must not drown the reply in BM25 length normalisation.
 PREVIOUS_TURN_MAX_CHARS = 1000
 
+#: Dates are looked for in this many leading characters of a turn, and at most
+#: :data:`MAX_DATE_KEYS` are added: a pasted document is not a conversation turn, and
+#: the resolver's cost grows with the text (~0.05 ms for a 25-word turn, a few ms per
+#: 1,000 characters in the worst case), so a maximal message must not stall ingest.
+DATE_SCAN_CHARS = 4000
+#: See :data:`DATE_SCAN_CHARS`: more keys would outweigh the turn's own words in BM25.
+MAX_DATE_KEYS = 12
+
 #: Longest text handed to an index. The same as the message limit: embedders and
 #: lexical indexes check every text against it, so added context must fit inside it.
 MAX_INDEX_CHARS = MAX_CONTENT_CHARS
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 
 
 def speaker_line(speaker: str | None, text: str) -> str:
@@ -97,16 +109,21 @@ def dense_text(item: MemoryItem) -> str:
 
 
 def lexical_text(item: MemoryItem) -> str:
-    """The text BM25 indexes for ``item``: date, previous turn and speaker line for a
-    turn (English month names, so it never depends on the locale); else the text."""
+    """The text BM25 indexes for ``item``: date, previous turn, speaker line and the
+    dates the turn refers to, for a turn (English month names, so it never depends on
+    the locale); else the text."""
     if item.kind != "turn":
         return item.text
-    day = item.created_at
-    date = f"[{day.day} {_MONTHS[day.month - 1]} {day.year}] "
+    day = item.created_at.date()
+    session = day_key(day)
+    date = f"[{session}] "
     line = speaker_line(item.speaker, item.text)
+    # The session date is already in the text: repeating it would only raise its weight.
+    keys = [k for k in date_keys(resolve_dates(item.text[:DATE_SCAN_CHARS], day)) if k != session][:MAX_DATE_KEYS]
+    dated = f"{line} ({'; '.join(keys)})" if keys else line
     previous = item.metadata.get(PREVIOUS_TURN_KEY)
     with_previous = (
-        date + previous[:PREVIOUS_TURN_MAX_CHARS] + "\n" + line
-        if isinstance(previous, str) and previous.strip() else date + line
+        date + previous[:PREVIOUS_TURN_MAX_CHARS] + "\n" + dated
+        if isinstance(previous, str) and previous.strip() else date + dated
     )
-    return _first_fitting(with_previous, date + line, line, item.text)
+    return _first_fitting(with_previous, date + dated, date + line, line, item.text)
