@@ -118,7 +118,9 @@ class Settings:
     def __post_init__(self) -> None:
         for name in ("sessions", "summaries", "profile", "items"):
             value = getattr(self, name)
-            if value not in ("sqlite", "memory") and not value.startswith(("redis://", "rediss://", "unix://")):
+            if value not in ("sqlite", "memory") and not value.startswith(
+                ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
+            ):
                 raise ConfigError(
                     f"HMEM_{name.upper()}={mask_url(value)!r}: use 'sqlite', 'memory' or a redis:// URL"
                 )

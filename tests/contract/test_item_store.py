@@ -1,6 +1,6 @@
 """The ItemStore contract (:class:`hmem.testing.contracts.ItemStoreContract`) on the
-in-memory reference, SQLite (in-memory database and a WAL file) and Redis (the real
-server, a random key prefix per test)."""
+in-memory reference, SQLite (in-memory database and a WAL file), Redis (the real
+server, a random key prefix per test) and a real Redis Cluster (tests/cluster_helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.items import MemoryItemStore
@@ -44,4 +45,11 @@ class TestRedisItemStore(ItemStoreContract):
     @pytest.fixture
     def store(self) -> Iterator[ItemStore]:
         with redis_client_prefix() as (client, prefix):
+            yield RedisItemStore(client, prefix=prefix)
+
+
+class TestRedisClusterItemStore(ItemStoreContract):
+    @pytest.fixture
+    def store(self, redis_cluster: ClusterInfo) -> Iterator[ItemStore]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield RedisItemStore(client, prefix=prefix)

@@ -1,5 +1,5 @@
 """The ProfileStore contract (:class:`hmem.testing.contracts.ProfileStoreContract`) on
-every backend: memory, SQLite file (reopened), Redis."""
+every backend: memory, SQLite file (reopened), Redis, Redis Cluster."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.profile import MemoryProfileStore
@@ -44,4 +45,13 @@ class TestRedisProfileStore(ProfileStoreContract):
     @pytest.fixture
     def profile_backend(self) -> Iterator[ProfileBackend]:
         with redis_client_prefix() as (client, prefix):
+            yield ProfileBackend(lambda **kw: RedisProfileStore(client, prefix=prefix, **kw), persistent=True)
+
+
+class TestRedisClusterProfileStore(ProfileStoreContract):
+    """A real Redis Cluster started for the test session (tests/cluster_helpers.py)."""
+
+    @pytest.fixture
+    def profile_backend(self, redis_cluster: ClusterInfo) -> Iterator[ProfileBackend]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield ProfileBackend(lambda **kw: RedisProfileStore(client, prefix=prefix, **kw), persistent=True)

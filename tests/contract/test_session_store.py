@@ -1,5 +1,5 @@
 """The SessionStore contract (:class:`hmem.testing.contracts.SessionStoreContract`) on
-every backend: memory, SQLite file, Redis.
+every backend: memory, SQLite file, Redis, Redis Cluster (three masters, three replicas).
 
 Memory and SQLite get a fake clock (TTL tests move it); Redis keeps time on the
 server, so its TTL test uses a short real TTL and sleeps.
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_prefix  # noqa: F401  (fixture)
 
 from hmem.backends.memory.sessions import MemorySessionStore
@@ -56,3 +57,13 @@ class TestRedisSessionStore(SessionStoreContract):
     def session_backend(self, redis_prefix: tuple[redis.Redis, str]) -> SessionBackend:  # noqa: F811
         client, prefix = redis_prefix
         return SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl), time.sleep, ttl=1.0)
+
+
+class TestRedisClusterSessionStore(SessionStoreContract):
+    """A real Redis Cluster started for the test session (tests/cluster_helpers.py)."""
+
+    @pytest.fixture
+    def session_backend(self, redis_cluster: ClusterInfo) -> Iterator[SessionBackend]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl), time.sleep,
+                                 ttl=1.0)

@@ -1,5 +1,5 @@
 """The SummaryStore contract (:class:`hmem.testing.contracts.SummaryStoreContract`) on
-every backend: memory, SQLite file, Redis; plus SQLite's durability."""
+every backend: memory, SQLite file, Redis, Redis Cluster; plus SQLite's durability."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.summaries import MemorySummaryStore
@@ -51,3 +52,12 @@ def test_sqlite_summaries_survive_reopening(tmp_path: Path) -> None:
         assert SqliteSummaryStore(db2).get("u1", "s1") == summary()
     finally:
         db2.close()
+
+
+class TestRedisClusterSummaryStore(SummaryStoreContract):
+    """A real Redis Cluster started for the test session (tests/cluster_helpers.py)."""
+
+    @pytest.fixture
+    def store(self, redis_cluster: ClusterInfo) -> Iterator[SummaryStore]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield RedisSummaryStore(client, prefix=prefix)

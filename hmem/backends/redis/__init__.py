@@ -1,6 +1,6 @@
 """Redis backends (needs the ``redis`` extra: ``pip install 'hmem[redis]'``).
 
-* :mod:`~hmem.backends.redis.client` — ``connect_redis``, URL masking, error mapping
+* :mod:`~hmem.backends.redis.client` — ``connect_redis`` (single node or Redis Cluster), URL masking, error mapping
 * :mod:`~hmem.backends.redis.keys` — the key layout (``<prefix>:{<user>}:…``)
 * :mod:`~hmem.backends.redis.sessions` — ``RedisSessionStore``
 * :mod:`~hmem.backends.redis.summaries` — ``RedisSummaryStore``

@@ -7,6 +7,12 @@ not run or its outcome is unknown; hmem's Lua writes are idempotent, so a resend
 cannot double a write). A timed-out command is not retried, so a hung server
 costs at most one ``socket_timeout`` per call instead of several.
 
+Redis Cluster: ``redis+cluster://host:port`` (or ``rediss+cluster://``) always gives a
+``redis.cluster.RedisCluster``; a plain ``redis://`` / ``rediss://`` URL that points at a
+cluster node is recognised on connect (one ``INFO cluster`` after the ping) and gets one
+too. Every key of a user carries the ``{user}`` hash tag (:mod:`~hmem.backends.redis.keys`),
+so each script and ``MULTI`` hmem sends stays in one slot (docs/redis.md, "Redis Cluster").
+
 :func:`redis_errors` turns every redis-py failure into an hmem error naming the
 masked URL and what to do: :class:`~hmem.errors.BackendUnavailable` when the server
 cannot be reached or refuses a command, :class:`~hmem.errors.ConfigError` when it
@@ -24,20 +30,25 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeAlias
 
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.cluster import RedisCluster
+from redis.connection import parse_url
 from redis.retry import Retry
 
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import BackendUnavailable, ConfigError
 
 __all__ = [
+    "CLUSTER_SCHEMES",
     "DEFAULT_PREFIX",
+    "RedisClient",
     "as_str",
     "client_label",
     "connect_redis",
+    "is_cluster",
     "mask_url",
     "redis_errors",
     "ttl_ms",
@@ -48,6 +59,12 @@ log = logging.getLogger("hmem.redis")
 
 #: Every hmem key starts with this (see docs/redis.md for the layout).
 DEFAULT_PREFIX = "hmem"
+
+#: URL schemes that ask for a Redis Cluster client explicitly (no detection round trip).
+CLUSTER_SCHEMES = ("redis+cluster://", "rediss+cluster://")
+
+#: What :func:`connect_redis` returns and every Redis store accepts.
+RedisClient: TypeAlias = redis.Redis | RedisCluster
 
 
 def as_str(value: Any) -> str:
@@ -61,8 +78,17 @@ def ttl_ms(ttl_seconds: float | None) -> int:
     return 0 if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
 
 
-def client_label(client: redis.Redis) -> str:
-    """A password-free ``redis://host:port/db`` (or ``unix://path``) for messages."""
+def is_cluster(client: RedisClient) -> bool:
+    """True for a Redis Cluster client: callers must then keep each transaction in one slot."""
+    return isinstance(client, RedisCluster)
+
+
+def client_label(client: RedisClient) -> str:
+    """A password-free ``redis://host:port/db``, ``unix://path`` or
+    ``redis+cluster://host:port`` (a node the client started from) for messages."""
+    if isinstance(client, RedisCluster):
+        node = client.get_default_node()  # type: ignore[no-untyped-call]
+        return f"redis+cluster://{node.host}:{node.port}" if node is not None else "redis+cluster://"
     kwargs: dict[str, Any] = client.connection_pool.connection_kwargs
     if kwargs.get("path"):
         return f"unix://{kwargs['path']}?db={kwargs.get('db', 0)}"
@@ -78,48 +104,100 @@ def connect_redis(
     max_connections: int = 64,
     health_check_interval: int = 30,
     check: bool = True,
-) -> redis.Redis:
+) -> RedisClient:
     """A pooled client for ``url`` (``redis://[:password@]host:port/db``, ``rediss://``,
-    ``unix://``). With ``check`` (default) it pings once, so a wrong URL or a
-    server that is down fails here, within the timeouts, as
-    :class:`~hmem.errors.BackendUnavailable` naming the masked URL.
+    ``unix://``; ``redis+cluster://host:port`` or ``rediss+cluster://`` for a Redis
+    Cluster). With ``check`` (default) it pings once, so a wrong URL or a server that
+    is down fails here, within the timeouts, as :class:`~hmem.errors.BackendUnavailable`
+    naming the masked URL; and a ``redis://`` URL of a cluster node is detected
+    (``INFO cluster``) and answered with a ``RedisCluster`` client. ``check=False``
+    skips both: name a cluster by its ``+cluster`` scheme then.
 
     Example::
 
         client = connect_redis("redis://127.0.0.1:6379/0", socket_timeout=1.0)
+        cluster = connect_redis("redis+cluster://10.0.0.5:7000")  # any node; the rest are discovered
     """
-    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
+    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://", *CLUSTER_SCHEMES)):
         raise ConfigError(
-            f"Redis URL must start with redis://, rediss:// or unix://, got {mask_url(url)!r} "
-            "(example: redis://127.0.0.1:6379/0)"
+            f"Redis URL must start with redis://, rediss://, unix://, redis+cluster:// or rediss+cluster://, "
+            f"got {mask_url(url)!r} (example: redis://127.0.0.1:6379/0)"
         )
     if has_unencoded_userinfo(url):
         raise ConfigError(
             f"the Redis URL {mask_url(url)!r} has a '/', '?' or '#' in its user name or password; "
             "percent-encode it (urllib.parse.quote(password, safe='')), e.g. '#' as %23"
         )
+    options: dict[str, Any] = {
+        "socket_timeout": socket_timeout,
+        "socket_connect_timeout": socket_connect_timeout,
+        "max_connections": max_connections,
+        "health_check_interval": health_check_interval,
+    }
     retry = Retry(
         ExponentialWithJitterBackoff(base=0.02, cap=0.25),
         retries,
         supported_errors=(redis.exceptions.ConnectionError,),
     )
+    if url.startswith(CLUSTER_SCHEMES):
+        return _connect_cluster(url.replace("+cluster", "", 1), retry, options)
     try:
         pool = redis.ConnectionPool.from_url(
-            url,
-            socket_timeout=socket_timeout,
-            socket_connect_timeout=socket_connect_timeout,
-            max_connections=max_connections,
-            health_check_interval=health_check_interval,
-            retry=retry,
-            retry_on_error=[redis.exceptions.ConnectionError],
+            url, retry=retry, retry_on_error=[redis.exceptions.ConnectionError], **options
         )
     except ValueError as exc:
         raise ConfigError(f"invalid Redis URL {mask_url(url)!r}: {exc}") from None
     client = redis.Redis(connection_pool=pool)
     if check:
         with redis_errors(mask_url(url)):
-            client.ping()
+            try:
+                client.ping()
+            except redis.exceptions.ResponseError as exc:
+                if "cluster mode" not in str(exc):
+                    raise
+                client.close()  # the node refused SELECT: a cluster node and a database other than 0
+                raise ConfigError(
+                    f"{mask_url(url)} is a Redis Cluster node, and a cluster has only database 0: "
+                    "drop the database from the URL (example: redis+cluster://10.0.0.5:7000)"
+                ) from None
+            clustered = _cluster_enabled(client)
+        if clustered:
+            client.close()
+            if url.startswith("unix://"):
+                raise ConfigError(
+                    f"{mask_url(url)} is a Redis Cluster node; cluster clients connect over TCP: "
+                    "use redis+cluster://host:port"
+                )
+            return _connect_cluster(url, retry, options)
     return client
+
+
+def _cluster_enabled(client: redis.Redis) -> bool:
+    # A server (or ACL user) that refuses INFO is treated as a single node; a cluster
+    # behind such a setup must be named redis+cluster:// explicitly.
+    try:
+        info = client.info("cluster")
+    except (redis.exceptions.NoPermissionError, redis.exceptions.ResponseError):
+        return False
+    return str(info.get("cluster_enabled", 0)) == "1"
+
+
+def _connect_cluster(url: str, retry: Retry, options: dict[str, Any]) -> RedisCluster:
+    label = mask_url(url.replace("://", "+cluster://", 1))
+    try:
+        db = int(parse_url(url).get("db", 0))  # type: ignore[no-untyped-call]
+    except ValueError as exc:
+        raise ConfigError(f"invalid Redis Cluster URL {label!r}: {exc}") from None
+    if db != 0:
+        raise ConfigError(
+            f"Redis Cluster URL {label!r} names database {db}; a cluster has only database 0 "
+            "(example: redis+cluster://10.0.0.5:7000)"
+        )
+    # The client learns the slot map from the node now, so an unreachable cluster fails
+    # here. The retry bounds how often a command is re-routed after a connection error
+    # or a cluster-down reply (the slot map is refreshed in between).
+    with redis_errors(label):
+        return RedisCluster.from_url(url, retry=retry, **options)
 
 
 @contextmanager
@@ -147,7 +225,17 @@ def redis_errors(label: str) -> Iterator[None]:
             "To run without Redis, choose the sqlite backend (HMEM_SESSIONS=sqlite …) or enable the in-process "
             "fallback explicitly (HMEM_REDIS_FALLBACK_TO_MEMORY=true; it loses data on restart)."
         ) from exc
+    except (redis.exceptions.RedisClusterException, redis.exceptions.ClusterError) as exc:
+        raise BackendUnavailable(
+            f"Redis Cluster at {label} cannot serve the request ({exc.__class__.__name__}: {exc}). Check that "
+            "the node in the URL is up and that every slot is served (redis-cli --cluster check HOST:PORT)."
+        ) from exc
     except redis.exceptions.ResponseError as exc:
+        if isinstance(exc, redis.exceptions.AskError) or "CROSSSLOT" in str(exc):  # AskError: MOVED too
+            raise BackendUnavailable(
+                f"Redis at {label} is a Redis Cluster node and answered {exc}; connect with a cluster client: "
+                "use the URL form redis+cluster://host:port in the hmem settings."
+            ) from exc
         raise BackendUnavailable(
             f"Redis at {label} refused a command ({exc}). hmem needs Redis >= 6.2 with Lua scripting enabled."
         ) from exc

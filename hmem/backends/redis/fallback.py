@@ -18,12 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-import redis
-
 from hmem.backends.memory.profile import MemoryProfileStore
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
-from hmem.backends.redis.client import DEFAULT_PREFIX, connect_redis, mask_url, warn_fallback
+from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, connect_redis, mask_url, warn_fallback
 from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.redis.summaries import RedisSummaryStore
@@ -45,7 +43,7 @@ class RedisStores:
     summaries: SummaryStore
     profile: ProfileStore
     backend: Literal["redis", "memory-fallback"]
-    client: redis.Redis | None = field(default=None, repr=False)
+    client: RedisClient | None = field(default=None, repr=False)
 
     def close(self) -> None:
         for store in (self.sessions, self.summaries, self.profile):

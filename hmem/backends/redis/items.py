@@ -11,8 +11,9 @@ SharedLexicalIndex` uses to keep an in-process BM25 cache current.
 Every write (put, delete, delete_user) is one Lua script per user: the items, their
 index entries, the counter and the log change together, so a reader that sees the new
 generation also sees the new items. A ``put`` of several users' items runs the scripts
-in one ``MULTI``/``EXEC`` (atomic on a single Redis node; on Cluster keep a batch to one
-user, as :class:`~hmem.longterm.store.LongTermStore` always does).
+in one ``MULTI``/``EXEC`` on a single Redis node. On a Redis Cluster users live in
+different slots, so such a batch runs as one script per user: atomic per user, not
+across users (:class:`~hmem.longterm.store.LongTermStore` always writes one user's batch).
 
 Cost: ``get``, ``find_duplicate`` and the ``kinds`` / ``source_message_ids`` / ``ids``
 conditions are answered from the indexes and read only the items they name (the kind
@@ -38,11 +39,9 @@ import secrets
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-import redis
-
 from hmem._time import from_micros, to_micros
 from hmem.backends.memory.items import check_ids, validate_item
-from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors
+from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, is_cluster, redis_errors
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import ConfigError
 from hmem.longterm.dedup import dedup_key
@@ -162,7 +161,7 @@ class RedisItemStore:
     shared lexical cache needs: :meth:`generation`, :meth:`snapshot`, :meth:`changes_since`.
     """
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX,
+    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX,
                  change_log_keep: int = CHANGE_LOG_KEEP) -> None:
         if isinstance(change_log_keep, bool) or not isinstance(change_log_keep, int) or change_log_keep < 1:
             raise ConfigError(f"change_log_keep must be a positive integer, got {change_log_keep!r}")
@@ -202,6 +201,10 @@ class RedisItemStore:
             if len(by_user) == 1:
                 [(user, args)] = by_user.items()
                 self._put(keys=self._user_keys(user), args=[self._base(), self._keep, *args])
+                return
+            if is_cluster(self._client):  # a MULTI may not span slots, and users differ in slot
+                for user, args in by_user.items():
+                    self._put(keys=self._user_keys(user), args=[self._base(), self._keep, *args])
                 return
             pipe = self._client.pipeline(transaction=True)
             for user, args in by_user.items():

@@ -29,7 +29,7 @@ from datetime import datetime
 import redis
 
 from hmem._time import from_micros, to_micros
-from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors
+from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, redis_errors
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import BackendUnavailable
 from hmem.profile.model import (
@@ -96,7 +96,7 @@ class RedisProfileStore:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: RedisClient,
         *,
         prefix: str = DEFAULT_PREFIX,
         max_keys: int = DEFAULT_MAX_KEYS,

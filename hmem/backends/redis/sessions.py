@@ -24,11 +24,17 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-import redis
-
 from hmem._time import from_seconds
 from hmem.backends.memory.sessions import check_batch, check_last_n, check_ttl, check_version
-from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, connect_redis, redis_errors, ttl_ms
+from hmem.backends.redis.client import (
+    DEFAULT_PREFIX,
+    RedisClient,
+    as_str,
+    client_label,
+    connect_redis,
+    redis_errors,
+    ttl_ms,
+)
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import ConflictError, DuplicateId
 from hmem.types import Message, SessionInfo, SessionState, check_id
@@ -127,7 +133,7 @@ class RedisSessionStore:
     has not been written for that long; every write refreshes it.
     """
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
         self._client = client
         self._keys = KeySpace(prefix)
         self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))

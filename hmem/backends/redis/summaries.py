@@ -17,11 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import cast
 
-import redis
-
 from hmem.backends.memory.sessions import check_ttl
 from hmem.backends.memory.summaries import check_expected_watermark, check_summary
-from hmem.backends.redis.client import DEFAULT_PREFIX, as_str, client_label, redis_errors, ttl_ms
+from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, redis_errors, ttl_ms
 from hmem.backends.redis.keys import KeySpace
 from hmem.types import SessionSummary, SummaryMethod, check_id
 
@@ -51,7 +49,7 @@ class RedisSummaryStore:
     """Session summaries in Redis under ``prefix``; ``ttl_seconds`` (off by default)
     expires a summary not written for that long (match the session TTL)."""
 
-    def __init__(self, client: redis.Redis, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
         self._client = client
         self._keys = KeySpace(prefix)
         self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))
