@@ -221,3 +221,6 @@ class Hit:
     boosts: Mapping[str, float] = field(default_factory=dict)
     #: The fusion score before boosts (RRF or weighted); ``score`` is after boosts.
     fused_score: float | None = None
+    #: Which recall round found it: 1, or a pseudo-relevance feedback round (2 …) that
+    #: brought it into the results (``LongTermConfig.feedback_rounds``).
+    round: int = 1

@@ -211,6 +211,7 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
         "dense_rank": hit.dense_rank,
         "dense_score": hit.dense_score,
         "boosts": dict(hit.boosts),
+        "round": hit.round,
     }
 
 

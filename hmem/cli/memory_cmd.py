@@ -169,19 +169,21 @@ def run_recall(args: argparse.Namespace) -> int:
     def render(console: Console) -> None:
         rows = table(
             f"Recall for {args.user!r}: {args.query!r} ({len(hits)} hits)",
-            [("#", "right"), ("score", "right"), "lexical rank/score", "dense rank/score", "boosts", "date",
-             "session", "kind", "text"],
+            [("#", "right"), ("score", "right"), ("round", "right"), "lexical rank/score", "dense rank/score",
+             "boosts", "date", "session", "kind", "text"],
         )
         for rank, h in enumerate(data["hits"], start=1):
             lex = "-" if h["lexical_rank"] is None else f"{h['lexical_rank']} / {h['lexical_score']:.3f}"
             dense = "-" if h["dense_rank"] is None else f"{h['dense_rank']} / {h['dense_score']:.3f}"
             boosts = ", ".join(f"{k}×{v:.2f}" for k, v in h["boosts"].items()) or "-"
             rows.add_row(
-                text(rank), text(f"{h['score']:.4f}"), text(lex), text(dense), text(boosts), text(h["created_at"][:10]),
+                text(rank), text(f"{h['score']:.4f}"), text(h["round"]), text(lex), text(dense), text(boosts), text(h["created_at"][:10]),
                 text(h["session_id"] or "-"), text(h["kind"]), text(short(h["text"], 70)),
             )
         console.print(rows)
-        console.print(text("score = fusion of the lexical (BM25) and dense rankings (weighted by default, or RRF), times boosts", "dim"))
+        console.print(text("score = fusion of the lexical (BM25) and dense rankings (weighted by default, or RRF), times "
+                           "boosts; round 2 = found by the feedback round (the query expanded with the top hits' words)",
+                           "dim"))
 
     Output(args.json).emit(data, render)
     return 0

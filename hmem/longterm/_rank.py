@@ -82,8 +82,10 @@ def to_hits(
     *,
     lexical: Sequence[ScoredId],
     dense: Sequence[ScoredId],
+    rounds: Mapping[str, int] | None = None,
 ) -> list[Hit]:
-    """The hits in ``order``, each with both retrievers' ranks and scores."""
+    """The hits in ``order``, each with both retrievers' ranks and scores (of the first
+    round) and the round that found it (``rounds``; 1 when not given)."""
     lex_pos = {h.id: (r, h.score) for r, h in enumerate(lexical, start=1)}
     dense_pos = {h.id: (r, h.score) for r, h in enumerate(dense, start=1)}
     hits = []
@@ -91,5 +93,6 @@ def to_hits(
         lr, ls = lex_pos.get(d, (None, None))
         dr, ds = dense_pos.get(d, (None, None))
         hits.append(Hit(item=items[d], score=scored[d][0], lexical_rank=lr, lexical_score=ls, dense_rank=dr,
-                        dense_score=ds, boosts=scored[d][1], fused_score=fused[d]))
+                        dense_score=ds, boosts=scored[d][1], fused_score=fused[d],
+                        round=rounds.get(d, 1) if rounds else 1))
     return hits

@@ -1,6 +1,9 @@
 """The read path of :meth:`hmem.longterm.store.LongTermStore.recall`: fetch candidates
 from both retrievers (I/O through the ports), keep the ones the item store confirms,
-then rank them with the pure functions of :mod:`hmem.longterm._rank`.
+then rank them with the pure functions of :mod:`hmem.longterm._rank`. With
+``config.feedback_rounds`` > 1, each further round searches BM25 again with the query
+expanded by the top hits' own words (:mod:`hmem.longterm.feedback`) and merges what it
+finds; a round that brings nothing new into the top ``k`` is dropped and ends the loop.
 
 Example (the store calls it so; it needs the embedding model)::
 
@@ -30,15 +33,20 @@ from typing import Any, Literal
 from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import best_first, boosted_scores, fusion_rrf, fusion_weighted, to_hits
-from hmem.longterm.index_text import dense_text
+from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
+from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
 from hmem.longterm.types import LongTermConfig
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
-from hmem.types import Hit
+from hmem.types import Hit, MemoryItem
 
 __all__ = ["RecallPorts", "run_recall"]
 
 #: Above this many allowed ids, the dense side filters by ``where`` instead of by ids.
 _MAX_ID_FILTER = 20_000
+#: A feedback round contrasts its top hits with this many of the previous round's best
+#: candidates (the background of :func:`expansion_terms`). 100 or 300 did no better on
+#: LoCoMo (docs/longterm.md) and cost more.
+_FEEDBACK_BACKGROUND = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,22 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
     scored = boosted_scores(fused, valid, now, args["half_life"], args["importance_weight"])
     order = best_first(scored)
+    rounds, kept = assign_rounds({}, order[:k], 1), 1
+    for round_no in range(2, config.feedback_rounds + 1):
+        leads = _distinct_sources(order, valid, config.feedback_docs)
+        more = _feedback_search(ports, config, user_id, query, leads=leads, order=order, valid=valid, flt=flt,
+                                allowed=allowed, depth=depth, k=k)
+        if not more:
+            break  # no expansion words, or the search found nothing besides the leads
+        merged = merge_round(fused, more, config.feedback_weight, leads=leads,
+                             rrf_k=config.rrf_k if fusion == "rrf" else None)
+        merged = {d: v for d, v in merged.items() if d in valid}  # drops the unfetched (see _feedback_search)
+        rescored = boosted_scores(merged, valid, now, args["half_life"], args["importance_weight"])
+        reordered = best_first(rescored)
+        if rounds.keys() >= set(reordered[:k]):
+            break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
+        fused, scored, order, kept = merged, rescored, reordered, round_no
+        rounds = assign_rounds(rounds, order[:k], round_no)
     if mmr_lambda is not None and order:
         pool = order[: max(k * 3, 30)]
         vecs = dict(zip(pool, ports.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
@@ -83,7 +107,49 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         for d, mmr_score in picked:
             scored[d][1]["mmr"] = mmr_score
         order = [d for d, _ in picked]
-    return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense)
+        rounds = assign_rounds(rounds, order[:k], kept)  # MMR's picks from deeper down: the last round's
+    return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
+
+
+def _feedback_search(
+    ports: RecallPorts, config: LongTermConfig, user_id: str, query: str, *, leads: Sequence[str],
+    order: Sequence[str], valid: dict[str, MemoryItem], flt: ItemFilter, allowed: set[str] | None, depth: int,
+    k: int,
+) -> list[tuple[str, float]]:
+    """BM25 (id, score) pairs, the ``leads`` left out, for ``query`` expanded by the leads'
+    words against the rest of ``order``. Items met for the first time among the round's
+    ``k`` best are fetched, checked and added to ``valid``; the deeper ones are not (the
+    caller drops them after normalising): an item the first round did not find starts
+    from 0, so it trails the ``k`` above it in this round and cannot reach the top ``k``
+    (unless a recency or importance boost reorders them)."""
+    background = [d for d in order[:_FEEDBACK_BACKGROUND] if d not in leads]
+    terms = expansion_terms(query, [valid[d].text for d in leads], [valid[d].text for d in background],
+                            config.feedback_terms)
+    if not terms:
+        return []
+    extra = " ".join(terms)
+    expanded = f"{query[: MAX_INDEX_CHARS - len(extra) - 1]} {extra}"
+    found = [h for h in ports.lexical.search(user_id, expanded, depth, allowed_ids=allowed) if h.id not in leads]
+    unseen = [h.id for h in found[:k] if h.id not in valid]
+    if unseen:
+        fetched = ports.items.get(user_id, unseen)
+        valid.update({i: it for i, it in fetched.items() if it.user_id == user_id and flt.matches(it)})
+    return [(h.id, h.score) for h in found]
+
+
+def _distinct_sources(order: Sequence[str], valid: Mapping[str, MemoryItem], n: int) -> list[str]:
+    # A fact and the turn it was extracted from say the same thing twice: counting both
+    # would double their words' weight and leave one fewer lead.
+    out: list[str] = []
+    sources: set[str] = set()
+    for d in order:
+        source = valid[d].source_message_id or d
+        if source not in sources:
+            sources.add(source)
+            out.append(d)
+            if len(out) == n:
+                break
+    return out
 
 
 def _dense(

@@ -17,12 +17,17 @@ from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.types import MemoryItem
 
-__all__ = ["MAX_K", "ArchiveResult", "LongTermConfig", "RememberResult", "RememberStatus", "check_k"]
+__all__ = [
+    "MAX_FEEDBACK_ROUNDS", "MAX_K", "ArchiveResult", "LongTermConfig", "RememberResult", "RememberStatus", "check_k",
+]
 
 RememberStatus = Literal["stored", "updated", "skipped"]
 
 #: The most hits one recall (or single-retriever search) returns.
 MAX_K = 1000
+#: The most recall rounds ``LongTermConfig.feedback_rounds`` allows: each round costs a
+#: BM25 search, and a third did not help on LoCoMo (docs/longterm.md).
+MAX_FEEDBACK_ROUNDS = 3
 
 
 def check_k(k: object) -> int:
@@ -52,6 +57,16 @@ class LongTermConfig:
     set and confirmed on LoCoMo (docs/eval.md): min-max keeps *how much* better the top
     BM25 match is, which RRF's ranks throw away, and the lexical side sees more (the
     previous turn, speaker, date: :mod:`hmem.longterm.index_text`) than the embedding.
+
+    ``feedback_rounds``: recall rounds (1 to :data:`MAX_FEEDBACK_ROUNDS`; 1 = no feedback).
+    Each round after the first expands the query with ``feedback_terms`` words of the
+    previous round's ``feedback_docs`` best hits (pseudo-relevance feedback, offline:
+    :mod:`hmem.longterm.feedback`), searches BM25 again and adds ``feedback_weight`` × its
+    evidence (full for those hits, normalised scores or, under RRF, reciprocal ranks for
+    the rest) to the fused scores; a round that brings no new item into the top ``k`` is
+    dropped and ends the loop. :attr:`Hit.round <hmem.types.Hit.round>` says which round
+    found each hit. Two rounds are the default: LoCoMo R@10 +2.0 on the conversations the
+    knobs were chosen on, +1.2 on the others (docs/longterm.md).
     """
 
     near_duplicate_threshold: float | None = 0.95
@@ -65,6 +80,10 @@ class LongTermConfig:
     archive_roles: frozenset[str] = frozenset({"user", "assistant"})
     near_duplicate_policy: Literal["keep", "replace"] = "keep"
     fusion: Literal["rrf", "weighted"] = "weighted"
+    feedback_rounds: int = 2
+    feedback_docs: int = 3
+    feedback_terms: int = 8
+    feedback_weight: float = 0.2
 
     def __post_init__(self) -> None:
         t = self.near_duplicate_threshold
@@ -80,6 +99,17 @@ class LongTermConfig:
             raise ConfigError("fusion must be 'rrf' or 'weighted'")
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
+        self._check_feedback()
+
+    def _check_feedback(self) -> None:
+        for name, low, high in (("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),
+                                ("feedback_terms", 1, 50)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}")
+        w = self.feedback_weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 < w <= 10.0:
+            raise ConfigError(f"feedback_weight must be a number in (0, 10], got {w!r}")
 
 
 @dataclass(frozen=True, slots=True)

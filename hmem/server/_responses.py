@@ -207,12 +207,13 @@ class HitOut(_Out):
     dense_rank: int | None = None
     dense_score: float | None = None
     boosts: dict[str, float] = Field(default_factory=dict)
+    round: int = Field(default=1, description="recall round that found it: 1, or 2+ for pseudo-relevance feedback")
 
     @classmethod
     def of(cls, h: Hit) -> HitOut:
         return cls(item=ItemOut.of(h.item), score=h.score, fused_score=h.fused_score, lexical_rank=h.lexical_rank,
                    lexical_score=h.lexical_score, dense_rank=h.dense_rank, dense_score=h.dense_score,
-                   boosts=dict(h.boosts))
+                   boosts=dict(h.boosts), round=h.round)
 
 
 class RecallResponse(_Out):

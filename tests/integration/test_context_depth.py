@@ -137,3 +137,14 @@ def test_settings_carry_the_knobs_and_refuse_bad_values() -> None:
     for env in ({"HMEM_RELEVANCE_CUTOFF": "1.5"}, {"HMEM_RECALL_K": "-3"}):
         with pytest.raises(ConfigError):
             Settings.from_env(env)
+
+
+def test_a_fact_and_its_own_source_turn_are_never_both_in_the_prompt(mem: Memory) -> None:
+    mem.add("u1", "s1", [{"role": "user", "content": "I'm allergic to peanuts and I live in Lisbon now.", "id": "t1"},
+                         {"role": "assistant", "content": "Noted, no peanuts then.", "id": "t2"}])
+    items = mem.items("u1", source_message_id="t1")
+    assert {i.kind for i in items} >= {"turn"} and len(items) >= 2, "the turn is archived and a fact extracted"
+    ctx = mem.context("u1", "s2", query="Which food am I allergic to?", budget=4000)
+    kept = [r.ref for r in ctx.report.items if r.tier == "recalled" and r.kept]
+    sources = [i.source_message_id for i in mem.items("u1", ids=kept)]
+    assert sources.count("t1") == 1

@@ -1,0 +1,169 @@
+"""Does a second, pseudo-relevance-feedback round help recall? R@10/R@25 per category.
+
+Ingests a dataset through ``Memory.add`` once (kept in ``--workdir``, with a marker, so
+later runs reuse it), then asks every question with ``Memory.recall`` under each
+``--settings`` entry and maps the hits to source turns exactly as
+:func:`hmem.eval.runner` does for ``default`` (distinct ``source_message_id``, depth
+``2 * k``). A setting is ``name:key=value,key=value`` over :class:`LongTermConfig`'s
+feedback knobs (``feedback_rounds``, ``feedback_docs``, ``feedback_terms``,
+``feedback_weight``); ``off`` is one round.
+
+Tune on LoCoMo dev conversations 1-3 (``--part tune``) and on the sample set; confirm
+the chosen setting once on conversations 4-5 (``--part confirm``) and never choose by
+looking at them.
+
+Run::
+
+    .venv/bin/python bench/bench_multihop.py --dataset locomo --part tune --workdir /tmp/hmem-multihop \\
+        --settings "off:feedback_rounds=1" "prf:feedback_rounds=2"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+from typing import Any
+
+from hmem.build import build_parts
+from hmem.config import Settings
+from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
+from hmem.eval.metrics import QuestionResult, Report, aggregate
+from hmem.eval.model import EvalDataset, EvalQuestion
+from hmem.eval.runner import conversation_batches
+from hmem.longterm.store import LongTermStore
+from hmem.longterm.types import LongTermConfig
+from hmem.memory import Memory
+
+#: As ``hmem eval``: the recall call asks for ``2 * max(KS)`` items, so the ranks match its ``default``.
+KS = (5, 10, 25, 50)
+#: Categories in report order (LoCoMo's five; the sample set has its own, printed after).
+ORDER = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
+
+
+def _dataset(name: str) -> EvalDataset:
+    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
+
+
+def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
+    ids = [c.id for c in dataset.conversations]
+    if name == "sample" or part == "all":
+        return ids
+    return ids[:3] if part == "tune" else ids[3:]
+
+
+def _open(workdir: Path, dataset: EvalDataset) -> tuple[Memory, LongTermStore]:
+    """The Memory in ``workdir`` (every conversation of ``dataset`` ingested once) and its
+    long-term store, whose ``config`` the settings swap."""
+    marker = workdir / "ingested.json"
+    parts = build_parts(Settings.from_env({}, data_dir=str(workdir / "data")))
+    mem = Memory(parts)
+    done = set(json.loads(marker.read_text())) if marker.exists() else set()
+    todo = [c for c in dataset.conversations if c.id not in done]
+    if todo:
+        from tqdm import tqdm
+
+        total = sum(c.turn_count for c in todo)
+        with tqdm(total=total, desc="ingest", unit="turn", file=sys.stderr) as bar:
+            for conv in todo:
+                for session_id, messages in conversation_batches(conv):
+                    mem.add(conv.id, session_id, messages)
+                    bar.update(len(messages))
+                mem.flush()
+                done.add(conv.id)
+                marker.write_text(json.dumps(sorted(done)))
+    return mem, parts.longterm
+
+
+def _parse_setting(text: str) -> tuple[str, dict[str, Any]]:
+    name, _, body = text.partition(":")
+    known = {f.name: f.type for f in fields(LongTermConfig)}
+    out: dict[str, Any] = {}
+    for pair in filter(None, body.split(",")):
+        key, _, value = pair.partition("=")
+        if key not in known:
+            raise SystemExit(f"unknown LongTermConfig field {key!r} in setting {text!r}")
+        out[key] = float(value) if "." in value else int(value) if value.lstrip("-").isdigit() else value
+    return name, out
+
+
+def _ask(mem: Memory, questions: Sequence[EvalQuestion], k: int) -> tuple[list[QuestionResult], list[int]]:
+    results, found_in_round2 = [], []
+    for q in questions:
+        start = time.perf_counter()
+        hits = mem.recall(q.conversation_id, q.question, 2 * k)
+        elapsed = time.perf_counter() - start
+        turns = list(dict.fromkeys(h.item.source_message_id for h in hits if h.item.source_message_id))
+        results.append(QuestionResult(q.id, q.category, tuple(q.evidence), tuple(turns[:k]), elapsed))
+        found_in_round2.append(sum(1 for h in hits if h.round > 1))
+    return results, found_in_round2
+
+
+def _print(label: str, report: Report, round2: Sequence[int]) -> None:
+    cats = [c for c in ORDER if c in report.per_category] + [c for c in report.per_category if c not in ORDER]
+    lat = report.latency
+    print(f"\n{label}  (latency p50 {1000 * (lat.p50 if lat else 0):.1f} ms, p95 "
+          f"{1000 * (lat.p95 if lat else 0):.1f} ms; hits found by a later round per question {sum(round2) / max(len(round2), 1):.2f})")
+    print(f"{'category':<14} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
+    for name, m in [("overall", report.overall)] + [(c, report.per_category[c]) for c in cats]:
+        if not m.n:
+            continue
+        print(f"{name:<14} {m.n:>4} " + " ".join(f"{100 * (m.recall[k] or 0):>6.1f}" for k in KS))
+
+
+def _paired(label: str, base: Report, other: Report, k: int = 10) -> None:
+    """Questions whose R@k went up / down against the first setting, with a two-sided
+    sign test: with a few dozen questions per category, a point is one question."""
+    before = {q.question_id: q.recall[k] for q in base.questions if q.has_evidence}
+    after = {q.question_id: q.recall[k] for q in other.questions if q.has_evidence}
+    ups = sum(1 for q, v in after.items() if (v or 0) > (before[q] or 0))
+    downs = sum(1 for q, v in after.items() if (v or 0) < (before[q] or 0))
+    n = ups + downs
+    tail = sum(math.comb(n, i) for i in range(min(ups, downs) + 1)) / 2**n if n else 1.0
+    print(f"  R@{k} vs the first setting ({label}): {ups} questions up, {downs} down, "
+          f"sign test p = {min(1.0, 2 * tail):.3f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", choices=("locomo", "sample"), default="locomo")
+    parser.add_argument("--part", choices=("tune", "confirm", "all"), default="tune")
+    parser.add_argument("--workdir", type=Path, required=True, help="keeps the ingested store between runs")
+    parser.add_argument("--settings", nargs="+", default=["off:feedback_rounds=1", "prf:feedback_rounds=2"])
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    dataset = _dataset(args.dataset)
+    workdir = args.workdir / args.dataset
+    workdir.mkdir(parents=True, exist_ok=True)
+    mem, store = _open(workdir, dataset)
+    keep = set(_part(dataset, args.dataset, args.part))
+    questions = [q for q in dataset.questions if q.conversation_id in keep and q.evidence]
+    base = store.config
+    _ask(mem, questions[:20], max(KS))  # warm-up: caches and lazily built indexes, so the first setting's latency is not an outlier
+    first: Report | None = None
+    try:
+        for text in args.settings:
+            name, knobs = _parse_setting(text)
+            store.config = replace(base, **knobs)
+            results, round2 = _ask(mem, questions, max(KS))
+            report = aggregate(results, KS)
+            part = args.part if args.dataset == "locomo" else "all"
+            _print(f"{args.dataset} {part} [{name}] {knobs}", report, round2)
+            if first is None:
+                first = report
+            else:
+                for k in (10, 25):
+                    _paired("all", first, report, k)
+    finally:
+        store.config = base
+        mem.close()
+
+
+if __name__ == "__main__":
+    main()
