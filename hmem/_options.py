@@ -24,7 +24,7 @@ from hmem.errors import InvalidInput
 if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no store code)
     from datetime import datetime
 
-    from hmem.longterm.facts import ExtractionResult
+    from hmem.longterm.facts import ExtractionResult, FactReport
     from hmem.longterm.store import LongTermStore
     from hmem.longterm.types import RememberResult
     from hmem.profile.extract import AppliedUpdates, ProfileExtractor
@@ -148,3 +148,5 @@ class AddResult:
     profile: AppliedUpdates | None = None
     facts: tuple[RememberResult, ...] = ()
     compaction: CompactionResult | None = None
+    #: How the facts were extracted (method, tokens, why the LLM was not used), when they were.
+    fact_report: FactReport | None = None

@@ -6,6 +6,11 @@ job on the Memory's single :class:`~hmem._worker.SerialWorker`, in submission or
 ``compaction="background"`` submits just the compaction to that same worker, keyed by
 session so repeated requests for a session waiting in the queue coalesce into one run.
 
+Extraction reports itself: ``AddResult.profile`` (:class:`AppliedUpdates`) and
+``AddResult.fact_report`` (:class:`~hmem.longterm.facts.FactReport`) each carry the method
+used (``llm``; ``rules-fallback`` when the LLM failed and the offline rules stood in,
+with the reason), and the prompt/completion tokens extraction spent on the add.
+
 Example::
 
     pipeline = AfterAppend(parts, worker)
@@ -17,8 +22,9 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, TypeAlias
 
-from hmem.profile.extract import AppliedUpdates, apply_updates
-from hmem.types import Message, Provenance
+from hmem.longterm.facts import FactReport
+from hmem.profile.extract import AppliedUpdates, ExtractionMethod, apply_updates, extract_profile
+from hmem.types import Message, Provenance, Usage
 
 if TYPE_CHECKING:
     from hmem._options import MemoryParts
@@ -29,7 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["AfterAppend", "Outcome"]
 
 #: What the foreground pipeline did (all empty when it runs in the background).
-Outcome: TypeAlias = "tuple[AppliedUpdates | None, tuple[RememberResult, ...], CompactionResult | None]"
+Outcome: TypeAlias = (
+    "tuple[AppliedUpdates | None, tuple[RememberResult, ...], FactReport | None, CompactionResult | None]"
+)
 
 
 class AfterAppend:
@@ -48,7 +56,7 @@ class AfterAppend:
             previous = self._message_before(user, session, batch[0].id, len(batch))
         if options.extraction == "background":
             self._worker.submit(partial(self._steps, user, session, batch, previous))
-            return None, (), None
+            return None, (), None, None
         return self._steps(user, session, batch, previous)
 
     def _steps(self, user: str, session: str, batch: list[Message], previous: Message | None) -> Outcome:
@@ -57,14 +65,14 @@ class AfterAppend:
             parts.longterm.archive_turns(user, session, batch, previous=previous)
         user_turns = [m for m in batch if m.role == "user" and m.content]
         profile_result = self._extract_profile(user, session, user_turns)
-        facts = self._extract_facts(user, session, user_turns)
+        facts, fact_report = self._extract_facts(user, session, user_turns)
         compaction = None
         if parts.options.compaction == "foreground":
             compaction = parts.compactor.compact(user, session)
         elif parts.options.compaction == "background":
             # Coalesced per session: a compaction still waiting in the queue covers this append too.
             self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session))
-        return profile_result, facts, compaction
+        return profile_result, facts, fact_report, compaction
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
         # The archived turn keeps the turn before it (see hmem.longterm.index_text); read after
@@ -85,23 +93,38 @@ class AfterAppend:
         changed: list[str] = []
         confirmed: list[str] = []
         deleted: list[str] = []
+        methods: list[ExtractionMethod] = []
+        reasons: list[str] = []
+        refused: list[str] = []
+        usage = Usage()
         for turn in turns:
-            updates = extractor.extract(turn.text, current=profile.all(user))
-            if updates:
-                applied = apply_updates(profile, user, updates, Provenance("message", session, turn.id))
+            found = extract_profile(extractor, turn.text, current=profile.all(user))
+            methods.append(found.method)
+            usage = usage + found.usage
+            refused += found.refused
+            if found.reason and found.reason not in reasons:
+                reasons.append(found.reason)
+            if found.updates:
+                applied = apply_updates(profile, user, found.updates, Provenance("message", session, turn.id))
                 changed += applied.changed
                 confirmed += applied.confirmed
                 deleted += applied.deleted
-        return AppliedUpdates(tuple(changed), tuple(confirmed), tuple(deleted))
+        # One fallback turn marks the add: the caller must learn the LLM was not used throughout.
+        method = "rules-fallback" if "rules-fallback" in methods else methods[0]
+        return AppliedUpdates(tuple(changed), tuple(confirmed), tuple(deleted), method, usage, "; ".join(reasons),
+                              tuple(refused))
 
-    def _extract_facts(self, user: str, session: str, turns: list[Message]) -> tuple[RememberResult, ...]:
+    def _extract_facts(
+        self, user: str, session: str, turns: list[Message]
+    ) -> tuple[tuple[RememberResult, ...], FactReport | None]:
         extractor = self._parts.fact_extractor
         if not (self._parts.options.extract_facts and extractor and turns):
-            return ()
+            return (), None
         extracted = extractor.extract(turns)
         created = {m.id: m.created_at for m in turns}
         entries = [
             {**fact.to_entry(session), "created_at": created.get(fact.source_message_id or "")}
             for fact in extracted.facts
         ]
-        return tuple(self._parts.longterm.remember_many(user, entries)) if entries else ()
+        stored = tuple(self._parts.longterm.remember_many(user, entries)) if entries else ()
+        return stored, FactReport(extracted.method, extracted.usage, extracted.reason)

@@ -132,8 +132,13 @@ def _compose(
         profile=profile,
         longterm=longterm,
         compactor=compactor,
-        profile_extractor=LLMProfileExtractor(chat_llm, model=side_model) if chat_llm else OfflineProfileExtractor(),
-        fact_extractor=LLMFactExtractor(chat_llm, model=side_model) if chat_llm else OfflineFactExtractor(),
+        # With an LLM, its failures (invalid JSON twice, down, timeout) fall back to the offline
+        # rules for that batch and say so in AddResult, instead of failing an add whose messages
+        # are already stored.
+        profile_extractor=(LLMProfileExtractor(chat_llm, model=side_model, fallback=OfflineProfileExtractor())
+                           if chat_llm else OfflineProfileExtractor()),
+        fact_extractor=(LLMFactExtractor(chat_llm, model=side_model, fallback=OfflineFactExtractor())
+                        if chat_llm else OfflineFactExtractor()),
         options=options,
         on_close=tuple(closers),
     )

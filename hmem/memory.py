@@ -138,12 +138,12 @@ class Memory:
         self._longterm.check_vectors(user, write=True)
         version = self._sessions.append(user, session, batch)
         try:
-            profile_result, facts, compaction = self._after_append.run(user, session, batch)
+            profile_result, facts, fact_report, compaction = self._after_append.run(user, session, batch)
         except Exception as exc:
             log.warning("add(%r, %r): the messages are stored (version %d) but a later step failed: %s: %s",
                         user, session, version, type(exc).__name__, exc)
             raise
-        return AddResult(version, tuple(m.id for m in batch), profile_result, facts, compaction)
+        return AddResult(version, tuple(m.id for m in batch), profile_result, facts, compaction, fact_report)
 
     def context(
         self,

@@ -9,7 +9,11 @@
    a fresh session and prints the assembled context and the budget report: tiers,
    tokens, what was recalled (from which session and date, and whether it is the
    gold evidence), what was dropped and why.
-3. Prints how long each phase took.
+3. Prints, per conversation, the profile the offline rules built for the user: the
+   canonical keys name, location, occupation, diet, allergies and pets (where
+   present), each with its current value and the earlier values with the date of the
+   session that stated them.
+4. Prints how long each phase took.
 
 The demo is deterministic and offline: it ignores a configured LLM (``HMEM_LLM_*``)
 and embedding endpoint, and always uses SQLite for sessions, summaries, profile and
@@ -39,8 +43,9 @@ if TYPE_CHECKING:
 
     from hmem.eval.model import EvalConversation, EvalQuestion
     from hmem.memory import Memory
+    from hmem.types import ProfileEntry
 
-__all__ = ["DEMO_SYSTEM_PROMPT", "demo_overrides", "pick_questions", "register"]
+__all__ = ["DEMO_SYSTEM_PROMPT", "PROFILE_KEYS", "demo_overrides", "pick_questions", "profile_rows", "register"]
 
 #: Sample sessions hold 270-410 tokens each: a 300-token buffer overflows in every
 #: session, so each one gets a rolling summary and archives its older turns.
@@ -48,6 +53,8 @@ DEFAULT_BUFFER_TOKENS = 300
 DEFAULT_BUDGET = 1200
 DEMO_SYSTEM_PROMPT = "You are a helpful personal assistant. Answer from memory when it helps."
 _CATEGORY_ORDER = ("single-hop", "preference", "temporal", "multi-hop", "knowledge-update")
+#: The profile keys the demo's table shows (issue 13: what a user states about themselves).
+PROFILE_KEYS = ("name", "location", "occupation", "diet", "allergies", "pets")
 
 
 def register(subparsers: Any) -> None:
@@ -179,8 +186,38 @@ def _ingest(mem: Memory, conversations: list[EvalConversation], out: Output) -> 
                 "id": conv.id, "language": conv.language, "title": conv.title, "sessions": len(conv.sessions),
                 "turns": conv.turn_count, "evicted_from_buffers": evicted, "reused": reused,
                 "seconds": round(time.perf_counter() - started, 2), "stats": mem.stats(conv.id),
+                "profile": profile_rows(mem, conv),
             })
     return results
+
+
+def profile_rows(mem: Memory, conv: EvalConversation) -> list[dict[str, Any]]:
+    """The :data:`PROFILE_KEYS` the user's profile has (current or once held), each
+    ``{key, value, since, history: [{value, date}]}``. Dates are the dates of the sample
+    sessions that stated the values (the replay itself happens today); ``value`` None:
+    the key was deleted or superseded without a current value."""
+    from hmem.profile.model import format_value
+
+    dates = {s.id: s.date.date().isoformat() for s in conv.sessions}
+
+    def when(entry: ProfileEntry) -> str:
+        return dates.get(entry.provenance.session_id or "", entry.valid_from.date().isoformat())
+
+    rows: list[dict[str, Any]] = []
+    for key in PROFILE_KEYS:
+        versions = mem.profile.history(conv.id, key)
+        if not versions:
+            continue
+        current = versions[-1] if versions[-1].is_current else None
+        earlier = versions[:-1] if current else versions
+        rows.append({
+            "key": key,
+            "value": format_value(current.value) if current and current.value is not None else None,
+            "since": when(current) if current else None,
+            "history": [{"value": None if e.value is None else format_value(e.value), "date": when(e)}
+                        for e in earlier],
+        })
+    return rows
 
 
 def _ask(mem: Memory, conv: EvalConversation, q: EvalQuestion, budget: int, k: int | None) -> dict[str, Any]:
@@ -224,6 +261,21 @@ def _locate(mem: Memory, user: str, turn_id: str, recalled: list[dict[str, Any]]
     return f"only in session {session}'s summary" if summary else "not stored (nothing extracted from it)"
 
 
+def _render_profile(console: Console, conv: dict[str, Any]) -> None:
+    rows = conv.get("profile") or []
+    missing = [k for k in PROFILE_KEYS if k not in {r["key"] for r in rows}]
+    grid = table(f"Profile of {conv['id']} ({conv['title']}): {', '.join(PROFILE_KEYS)}",
+                 ["key", "current value", "since", "earlier values (session date)"])
+    for r in rows:
+        earlier = "; ".join(f"{h['value'] if h['value'] is not None else '(deleted)'} ({h['date']})"
+                            for h in r["history"]) or "-"
+        grid.add_row(text(r["key"]), text(r["value"] if r["value"] is not None else "(none now)"),
+                     text(r["since"] or "-"), text(earlier))
+    if missing:
+        grid.caption = f"not in the profile: {', '.join(missing)}"
+    console.print(grid)
+
+
 def _render(console: Console, data: dict[str, Any]) -> None:
     s = data["settings"]
     convs = table(
@@ -239,6 +291,8 @@ def _render(console: Console, data: dict[str, Any]) -> None:
                       text(st["summarized_messages"]), text(st["buffered_messages"]), text(st["profile_keys"]),
                       text(f"{st['items']} ({kinds})"), text(c["seconds"]))
     console.print(convs)
+    for c in data["conversations"]:
+        _render_profile(console, c)
     for q in data["questions"]:
         console.print()
         console.rule(text(f"{q['question_id']} ({q['category']}), asked in new session {q['session_id']}", "bold cyan"))

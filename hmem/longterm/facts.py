@@ -4,7 +4,11 @@
   the user actually wrote (first-person statements, and other informative
   sentences), English and Chinese. Questions and small talk are dropped.
 * :class:`LLMFactExtractor` asks an :class:`~hmem.protocols.LLM` for a JSON list,
-  validates every entry, retries once on invalid JSON, and records token usage.
+  validates every entry, retries once on invalid JSON, and records token usage. With a
+  ``fallback`` it hands the batch to the offline rules when the LLM fails, and says so
+  (``method="rules-fallback"``, ``reason``, a warning in the log).
+* :class:`FactReport` — how the facts of one ``Memory.add`` were extracted and the tokens
+  it cost (``AddResult.fact_report``).
 
 Feed the result to :meth:`hmem.longterm.store.LongTermStore.remember_many` via
 :meth:`FactCandidate.to_entry`.
@@ -20,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +35,13 @@ from hmem.protocols import LLM
 from hmem.session.extractive import score_sentence, split_sentences
 from hmem.types import Message, Usage, coerce_messages
 
-__all__ = ["ExtractionResult", "FactCandidate", "LLMFactExtractor", "OfflineFactExtractor"]
+__all__ = ["ExtractionResult", "FactCandidate", "FactReport", "LLMFactExtractor", "OfflineFactExtractor"]
+
+log = logging.getLogger("hmem.longterm")
+
+#: ``offline``: the rules (no LLM configured); ``rules-fallback``: the rules standing in
+#: for an LLM that failed; ``custom``: an extractor hmem does not know.
+FactMethod = Literal["llm", "offline", "rules-fallback", "custom"]
 
 MAX_FACT_CHARS = 1000
 _ID_SAFE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -71,10 +82,29 @@ class FactCandidate:
 
 @dataclass(frozen=True, slots=True)
 class ExtractionResult:
+    """The facts found in a batch, ``method`` used, the tokens its LLM calls used,
+    how many LLM calls it took, and (``rules-fallback`` only) why the LLM failed."""
+
     facts: tuple[FactCandidate, ...]
-    method: Literal["llm", "offline"]
+    method: FactMethod
     usage: Usage = field(default_factory=Usage)
     attempts: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FactReport:
+    """How the facts of one ``Memory.add`` were extracted (``AddResult.fact_report``):
+    ``method``, ``usage`` (extraction tokens for the add), ``reason`` (why the LLM
+    failed, ``rules-fallback`` only).
+
+    >>> FactReport("rules-fallback", reason="LLM down").usage.total_tokens
+    0
+    """
+
+    method: FactMethod
+    usage: Usage = field(default_factory=Usage)
+    reason: str = ""
 
 
 class OfflineFactExtractor:
@@ -124,21 +154,39 @@ _SYSTEM = (
 
 
 class LLMFactExtractor:
-    """Facts from an LLM; invalid JSON is retried once, then :class:`LLMError`.
+    """Facts from an LLM; invalid JSON is retried once. When that fails too, or the
+    LLM call fails (:class:`LLMError`: server down, timeout, HTTP error), ``fallback``
+    extracts the batch (``method="rules-fallback"``, ``reason``, a warning logged);
+    without a fallback, :class:`LLMError`.
 
     Entries that fail validation (unknown shape, empty or over-long text, importance
     outside [0, 1]) are dropped and counted in ``rejected``.
     """
 
-    def __init__(self, llm: LLM, *, model: str | None = None, max_facts: int = 20) -> None:
+    def __init__(self, llm: LLM, *, model: str | None = None, max_facts: int = 20,
+                 fallback: OfflineFactExtractor | None = None) -> None:
         self.llm = llm
         self.model = model
         self.max_facts = max_facts
+        self.fallback = fallback
         self.usage = Usage()
         self.rejected = 0
 
     def extract(self, messages: Iterable[Message | Mapping[str, Any]]) -> ExtractionResult:
-        turns = [m for m in coerce_messages(messages) if m.role in ("user", "assistant") and m.content]
+        batch = coerce_messages(messages)
+        spent: list[Usage] = []
+        try:
+            return self._ask(batch, spent)
+        except LLMError as exc:
+            if self.fallback is None:
+                raise
+            reason = str(exc)
+            log.warning("fact extraction: the LLM failed, the offline rules read this batch instead: %s", reason)
+            found = self.fallback.extract(batch)
+            return ExtractionResult(found.facts, "rules-fallback", sum(spent, Usage()), len(spent), reason)
+
+    def _ask(self, batch: list[Message], spent: list[Usage]) -> ExtractionResult:
+        turns = [m for m in batch if m.role in ("user", "assistant") and m.content]
         if not any(m.role == "user" for m in turns):
             return ExtractionResult((), "llm")
         transcript = "\n".join(f"[{m.id}] {m.role}: {m.content}" for m in turns)
@@ -147,6 +195,7 @@ class LLMFactExtractor:
         last_error = ""
         for attempt in (1, 2):
             reply = self.llm.complete(prompt, model=self.model, temperature=0.0, json_mode=True)
+            spent.append(reply.usage)
             usage = usage + reply.usage
             self.usage = self.usage + reply.usage
             try:

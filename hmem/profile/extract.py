@@ -26,74 +26,53 @@ Example::
 from __future__ import annotations
 
 import json
-import re
+import logging
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 from hmem.errors import InvalidInput, LLMError
+from hmem.profile._llm_reply import SYSTEM_PROMPT, guard_updates, parse_llm_updates
 from hmem.profile._rules import find_profile_facts
+from hmem.profile._update import ProfileUpdate
 from hmem.profile.merge import merge_items
-from hmem.profile.model import check_confidence, check_provenance, coerce_value, same_value
-from hmem.profile.schema import KEYS, canonical_key, is_list_key
+from hmem.profile.model import check_provenance, same_value
+from hmem.profile.schema import KEYS, is_list_key
 from hmem.protocols import LLM, ProfileStore
 from hmem.types import Message, ProfileEntry, ProfileValue, Provenance, Usage, check_id, check_text
 
 __all__ = [
     "AppliedUpdates",
+    "ExtractionMethod",
     "LLMProfileExtractor",
     "OfflineProfileExtractor",
+    "ProfileExtraction",
     "ProfileExtractor",
     "ProfileUpdate",
     "apply_updates",
+    "extract_profile",
     "parse_llm_updates",
 ]
 
-Operation = Literal["set", "delete", "remove"]
+log = logging.getLogger("hmem.profile")
+
+#: How a turn's updates were found: the offline rules (no LLM configured), the LLM, the
+#: offline rules standing in for an LLM that failed, or an extractor hmem does not know.
+ExtractionMethod = Literal["rules", "llm", "rules-fallback", "custom"]
 
 
 @dataclass(frozen=True, slots=True)
-class ProfileUpdate:
-    """One change an extractor proposes. Validated on construction: the key is made
-    canonical (``"City"`` → ``location``, see :mod:`hmem.profile.schema`), a ``set``
-    value coerced (lists → tuples), a ``delete`` has no value, a ``remove`` names the
-    list items the user took back ("I no longer like jazz").
+class ProfileExtraction:
+    """What one extraction found and how: ``method``, the tokens its LLM calls used
+    (failed attempts included), ``reason`` the LLM path failed (``rules-fallback``
+    only), and ``refused``: LLM updates the guards kept out, as ``"key: why"``."""
 
-    ``merge`` (lists only): add the items to the key's current list instead of
-    replacing it ("I love tea" then "I love chess" → likes: tea, chess).
-    """
-
-    key: str
-    value: ProfileValue | None
-    confidence: float = 1.0
-    operation: Operation = "set"
-    evidence: str = ""
-    merge: bool = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", canonical_key(self.key))
-        if self.operation == "set":
-            value = coerce_value(self.value)
-            if isinstance(value, str) and is_list_key(self.key):  # one item of a list key: add it
-                value = (value,)
-                object.__setattr__(self, "merge", True)
-            object.__setattr__(self, "value", value)
-        elif self.operation == "delete":
-            if self.value is not None:
-                raise InvalidInput("a delete update must not carry a value", field="value")
-        elif self.operation == "remove":
-            value = coerce_value([self.value] if isinstance(self.value, str) else self.value)
-            if not isinstance(value, tuple):
-                raise InvalidInput("a remove update names list items (strings) to take out", field="value")
-            object.__setattr__(self, "value", value)
-        else:
-            raise InvalidInput(
-                f"operation must be 'set', 'delete' or 'remove', got {self.operation!r}", field="operation"
-            )
-        object.__setattr__(self, "confidence", check_confidence(self.confidence))
-        if not isinstance(self.evidence, str):
-            raise InvalidInput("evidence must be a string", field="evidence")
+    updates: tuple[ProfileUpdate, ...]
+    method: ExtractionMethod
+    usage: Usage = field(default_factory=Usage)
+    reason: str = ""
+    refused: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -122,14 +101,43 @@ class OfflineProfileExtractor:
             for f in find_profile_facts(text)
         ]
 
+    def run(self, text: str, *, current: Sequence[ProfileEntry] = ()) -> ProfileExtraction:
+        """:meth:`extract` with its report (``method="rules"``, no tokens)."""
+        return ProfileExtraction(tuple(self.extract(text, current=current)), "rules")
+
+
+def extract_profile(
+    extractor: ProfileExtractor, text: str, *, current: Sequence[ProfileEntry] = ()
+) -> ProfileExtraction:
+    """Run any :class:`ProfileExtractor` and say how it went: hmem's extractors report
+    themselves (:meth:`LLMProfileExtractor.run`); another one is ``method="custom"``.
+
+    >>> extract_profile(OfflineProfileExtractor(), "I live in Oslo").method
+    'rules'
+    """
+    if isinstance(extractor, OfflineProfileExtractor | LLMProfileExtractor):
+        return extractor.run(text, current=current)
+    return ProfileExtraction(tuple(extractor.extract(text, current=current)), "custom")
+
 
 @dataclass(frozen=True, slots=True)
 class AppliedUpdates:
-    """What :func:`apply_updates` did, by normalized key, in order."""
+    """What :func:`apply_updates` did, by normalized key, in order.
+
+    In ``AddResult.profile`` it also says how the add's user turns were read:
+    ``method`` (``"llm"``; ``"rules-fallback"`` when the LLM failed for at least one
+    turn and the offline rules stood in; ``"rules"`` without an LLM), ``reason`` (why
+    the LLM failed), ``usage`` (the tokens extraction used for the add) and ``refused``
+    (LLM updates the guards kept out).
+    """
 
     changed: tuple[str, ...] = ()  # a new version was written
     confirmed: tuple[str, ...] = ()  # the same value again: confirmed_at refreshed
     deleted: tuple[str, ...] = ()  # a live value was deleted
+    method: ExtractionMethod | None = None
+    usage: Usage = field(default_factory=Usage)
+    reason: str = ""
+    refused: tuple[str, ...] = ()
 
     @property
     def any_change(self) -> bool:
@@ -211,77 +219,21 @@ def apply_updates(
 
 # -- LLM extractor -------------------------------------------------------------------------
 
-_SYSTEM_PROMPT = """You maintain a user's profile: a few stable facts about the user, key -> value.
-Read the user's message and return ONLY a JSON object:
-{"updates": [{"key": str, "operation": "set" | "delete" | "remove", "value": str | number | bool | [str, ...],
-              "confidence": number between 0 and 1, "evidence": "the words that state it"}]}
-Rules:
-- Only facts the user states about THEMSELVES, as true now. Nothing from questions, hypotheticals,
-  wishes or plans, other people ("my sister lives in Rome"), states that are over ("I used to"),
-  temporary stays ("in Rome this week"), or negated statements.
-- Use these keys: name, age (int), birthday (YYYY-MM-DD, or MM-DD without a year), nationality
-  (country), hometown, location (where they live now), timezone, languages, occupation, employer
-  (a named organisation only), school, major, partner, children, family, pets, diet, allergies,
-  likes, dislikes. Another short snake_case key only when none fits.
-- partner is one "kind: Name" ("wife: Priya", or "wife" unnamed); children, family and pets are
-  lists of "kind: Name" / "kind" ("son: Noah", "greyhound: Biscuit"). diet items are labels
-  ("vegan", "halal") or "no:<food>". allergies are the allergen alone ("peanuts").
-- List keys (languages, children, family, pets, diet, allergies, likes, dislikes): give the
-  COMPLETE new list, starting from the current profile you are shown; to take items out because
-  the user said so ("I no longer like X"), use {"operation": "remove", "value": [the items]}.
-- "Forget my X" / "忘记我的X": {"key": X's key, "operation": "delete"} with no value.
-- Keep values in the user's language. No facts -> {"updates": []}."""
-
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
-
-
-def parse_llm_updates(text: str, evidence: str = "") -> list[ProfileUpdate]:
-    """Validate an LLM reply against the update schema; :class:`InvalidInput` says
-    what is wrong (that text is sent back to the model on the retry)."""
-    try:
-        data = json.loads(_FENCE.sub("", text))
-    except (json.JSONDecodeError, TypeError) as exc:
-        raise InvalidInput(f"the reply is not valid JSON ({exc})", field="reply") from None
-    if isinstance(data, Mapping):
-        data = data.get("updates")
-    if not isinstance(data, list):
-        raise InvalidInput('the reply must be an object with an "updates" list', field="updates")
-    out: list[ProfileUpdate] = []
-    for i, item in enumerate(data):
-        where = f"updates[{i}]"
-        if not isinstance(item, Mapping):
-            raise InvalidInput(f"{where} must be an object", field=where)
-        operation = item.get("operation", "set")
-        if operation not in ("set", "delete", "remove"):
-            raise InvalidInput(f'{where}.operation must be "set", "delete" or "remove", got {operation!r}', field=where)
-        if "key" not in item:
-            raise InvalidInput(f"{where} has no key", field=where)
-        if operation != "delete" and "value" not in item:
-            raise InvalidInput(f"{where} sets {item['key']!r} without a value", field=where)
-        said = item.get("evidence")
-        try:
-            out.append(
-                ProfileUpdate(
-                    key=item["key"],
-                    value=item.get("value") if operation != "delete" else None,
-                    confidence=item.get("confidence", 0.8),
-                    operation=operation,
-                    evidence=said if isinstance(said, str) and said else evidence,
-                )
-            )
-        except InvalidInput as exc:
-            raise InvalidInput(f"{where}: {exc}", field=where) from None
-    return out
-
-
 class LLMProfileExtractor:
     """Profile extraction by an LLM in JSON mode.
 
     The current profile is shown to the model so list values come back complete.
-    An invalid reply (not JSON, wrong shape, bad key or value) is sent back with
-    the validation error for one more try (``max_attempts=2``); after that
-    :class:`~hmem.errors.LLMError` (callers may fall back to the offline rules).
-    ``usage_total`` sums the tokens of every attempt.
+    An invalid reply (not JSON, wrong shape, bad key, a value the key's type refuses)
+    is sent back with the validation error for one more try (``max_attempts=2``).
+    Valid updates then meet the offline rules' guards on their evidence
+    (:func:`hmem.profile._llm_reply.guard_updates`): one about someone else, or from a
+    question, plan, past or temporary state, is refused.
+
+    When the LLM fails (invalid twice, :class:`~hmem.errors.LLMError`: server down,
+    timeout, HTTP error) and a ``fallback`` is given, :meth:`run` uses it for the turn,
+    logs a warning and reports ``method="rules-fallback"`` with the reason; without a
+    fallback it raises :class:`~hmem.errors.LLMError`. ``usage_total`` sums the tokens
+    of every attempt.
 
     Example::
 
@@ -293,13 +245,15 @@ class LLMProfileExtractor:
         [('location', 'Paris')]
     """
 
-    def __init__(self, llm: LLM, *, model: str | None = None, max_attempts: int = 2, max_tokens: int = 512) -> None:
+    def __init__(self, llm: LLM, *, model: str | None = None, max_attempts: int = 2, max_tokens: int = 512,
+                 fallback: ProfileExtractor | None = None) -> None:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise InvalidInput(f"max_attempts must be an int >= 1, got {max_attempts!r}", field="max_attempts")
         self._llm = llm
         self._model = model
         self._max_attempts = max_attempts
         self._max_tokens = max_tokens
+        self._fallback = fallback
         self._lock = threading.Lock()
         self._usage = Usage()
         self._invalid = 0
@@ -317,12 +271,30 @@ class LLMProfileExtractor:
             return self._invalid
 
     def extract(self, text: str, *, current: Sequence[ProfileEntry] = ()) -> list[ProfileUpdate]:
+        return list(self.run(text, current=current).updates)
+
+    def run(self, text: str, *, current: Sequence[ProfileEntry] = ()) -> ProfileExtraction:
+        """The updates for one user turn and how they were found (see the class doc)."""
         check_text(text, "text", allow_empty=False)
+        spent: list[Usage] = []
+        try:
+            updates = self._ask(text, current, spent)
+        except LLMError as exc:
+            if self._fallback is None:
+                raise
+            reason = str(exc)
+            log.warning("profile extraction: the LLM failed, the offline rules read this turn instead: %s", reason)
+            found = extract_profile(self._fallback, text, current=current).updates
+            return ProfileExtraction(found, "rules-fallback", sum(spent, Usage()), reason)
+        kept, refused = guard_updates(updates, text)
+        return ProfileExtraction(tuple(kept), "llm", sum(spent, Usage()), refused=refused)
+
+    def _ask(self, text: str, current: Sequence[ProfileEntry], spent: list[Usage]) -> list[ProfileUpdate]:
         profile = {
             e.key: (list(e.value) if isinstance(e.value, tuple) else e.value) for e in current if e.value is not None
         }
         messages = [
-            Message(role="system", content=_SYSTEM_PROMPT),
+            Message(role="system", content=SYSTEM_PROMPT),
             Message(
                 role="user",
                 content=json.dumps({"current_profile": profile, "user_message": text}, ensure_ascii=False),
@@ -333,6 +305,7 @@ class LLMProfileExtractor:
             reply = self._llm.complete(
                 messages, model=self._model, temperature=0.0, max_tokens=self._max_tokens, json_mode=True
             )
+            spent.append(reply.usage)
             with self._lock:
                 self._usage = self._usage + reply.usage
             try:

@@ -55,6 +55,9 @@ def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(
         )
         mem = Memory.from_settings(settings)
         try:
+            # The embedding model loads on first use (seconds); this test times add()
+            # against the LLM, so it loads first (alone, add() paid for the load).
+            mem.warm_up()
             started = time.perf_counter()
             result = mem.add("u1", "s1", [{"role": "user", "content": "I live in Lisbon now."}])
             elapsed = time.perf_counter() - started
