@@ -28,6 +28,7 @@ from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
 from hmem.longterm.store import LongTermStore
+from hmem.longterm.types import LongTermConfig
 from hmem.profile.extract import LLMProfileExtractor, OfflineProfileExtractor
 from hmem.protocols import (
     LLM,
@@ -100,7 +101,11 @@ def _compose(
 
     inner = embedder or build_embedder(settings)
     cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
-    longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached)
+    try:
+        config = None if settings.feedback_rounds is None else LongTermConfig(feedback_rounds=settings.feedback_rounds)
+    except ConfigError as exc:
+        raise ConfigError(f"HMEM_FEEDBACK_ROUNDS={settings.feedback_rounds}: {exc}") from None
+    longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached, config=config)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
     # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the

@@ -99,6 +99,7 @@ class Settings:
     reply_reserve: int = 2000
     recall_k: int | None = None  # upper bound of context()'s recalled items (None: the budget decides)
     relevance_cutoff: float | None = RELEVANCE_CUTOFF  # share of the best hit's score; none = off
+    feedback_rounds: int | None = None  # recall rounds, 1 (no feedback round) to 3; none = LongTermConfig's default
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40

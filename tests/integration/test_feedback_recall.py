@@ -107,3 +107,22 @@ def test_a_round_that_adds_nothing_new_is_dropped(stack: Stack) -> None:
         assert [h.item.text for h in more] == [h.item.text for h in one]
         assert [h.score for h in more] == pytest.approx([h.score for h in one])
         assert {h.round for h in more} == {1}
+
+
+def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) -> None:
+    """HMEM_FEEDBACK_ROUNDS reaches the store built by Memory.open; 0 and 4 are refused
+    (ConfigError naming the variable) before anything is written."""
+    from hmem.errors import ConfigError
+    from hmem.memory import Memory
+
+    found = {}
+    for rounds in (2, 1):
+        with Memory.open(tmp_path / f"r{rounds}", vectors="memory", feedback_rounds=rounds) as mem:
+            for text in CHAIN + DISTRACTORS:
+                mem.remember("u1", text)
+            found[rounds] = {h.item.text: h.round for h in mem.recall("u1", QUESTION, K)}
+    assert found[2].get(ANSWER) == 2, found[2]
+    assert ANSWER not in found[1] and set(found[1].values()) == {1}
+    for bad in (0, 4):
+        with pytest.raises(ConfigError, match="HMEM_FEEDBACK_ROUNDS"):
+            Memory.open(tmp_path / f"bad{bad}", vectors="memory", feedback_rounds=bad)
