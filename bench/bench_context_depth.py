@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _ingest import ingest_once
+
 from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
 from hmem.eval.model import EvalDataset, EvalQuestion
-from hmem.eval.runner import conversation_batches
 from hmem.memory import Memory
 
 QUERY_SESSION = "hmem-bench-depth"
@@ -80,22 +81,8 @@ def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
 
 
 def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str]) -> Memory:
-    marker = workdir / "ingested.json"
     mem = Memory.open(workdir / "data")
-    done = set(json.loads(marker.read_text())) if marker.exists() else set()
-    todo = [c for c in dataset.conversations if c.id in conversations and c.id not in done]
-    if todo:
-        from tqdm import tqdm
-
-        total = sum(c.turn_count for c in todo)
-        with tqdm(total=total, desc="ingest", unit="turn", file=sys.stderr) as bar:
-            for conv in todo:
-                for session_id, messages in conversation_batches(conv):
-                    mem.add(conv.id, session_id, messages)
-                    bar.update(len(messages))
-                mem.flush()
-                done.add(conv.id)
-                marker.write_text(json.dumps(sorted(done)))
+    ingest_once(mem, workdir, [c for c in dataset.conversations if c.id in conversations])
     return mem
 
 

@@ -21,22 +21,21 @@ Run::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
+from _ingest import ingest_once
+
 from hmem.build import build_parts
 from hmem.config import Settings
 from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
 from hmem.eval.metrics import QuestionResult, Report, aggregate
 from hmem.eval.model import EvalDataset, EvalQuestion
-from hmem.eval.runner import conversation_batches
 from hmem.longterm.store import LongTermStore
 from hmem.longterm.types import LongTermConfig
 from hmem.memory import Memory
@@ -61,23 +60,9 @@ def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
 def _open(workdir: Path, dataset: EvalDataset) -> tuple[Memory, LongTermStore]:
     """The Memory in ``workdir`` (every conversation of ``dataset`` ingested once) and its
     long-term store, whose ``config`` the settings swap."""
-    marker = workdir / "ingested.json"
     parts = build_parts(Settings.from_env({}, data_dir=str(workdir / "data")))
     mem = Memory(parts)
-    done = set(json.loads(marker.read_text())) if marker.exists() else set()
-    todo = [c for c in dataset.conversations if c.id not in done]
-    if todo:
-        from tqdm import tqdm
-
-        total = sum(c.turn_count for c in todo)
-        with tqdm(total=total, desc="ingest", unit="turn", file=sys.stderr) as bar:
-            for conv in todo:
-                for session_id, messages in conversation_batches(conv):
-                    mem.add(conv.id, session_id, messages)
-                    bar.update(len(messages))
-                mem.flush()
-                done.add(conv.id)
-                marker.write_text(json.dumps(sorted(done)))
+    ingest_once(mem, workdir, dataset.conversations)
     return mem, parts.longterm
 
 
