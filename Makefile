@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	# CPU torch first, from the local wheel: otherwise pip pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q --disable-pip-version-check torch==2.13.0
 	$(PY) -m pip install -q --disable-pip-version-check -e '.[all,dev]'
+	# LangChain's standard tests for the adapters, without the pytest plugins it would pull in.
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps 'langchain-tests>=1.1'
 	touch $(STAMP)
 
 demo: setup

@@ -25,7 +25,9 @@ COMMAND_MODULES: list[str] = [
     "hmem.cli.reindex_cmd",
     "hmem.cli.chat_cmd",
     "hmem.cli.serve_cmd",
+    "hmem.cli.mcp_cmd",
     "hmem.cli.eval_cmd",
+    "hmem.cli.proxy_cmd",
 ]
 
 

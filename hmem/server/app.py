@@ -29,6 +29,7 @@ from hmem.memory import Memory
 from hmem.server.auth import AuthGate, KeyRing, user_guard
 from hmem.server.errors import BodySizeLimit, install_error_handlers
 from hmem.server.health import build_health_router
+from hmem.server.proxy import ProxyOptions, build_proxy_router
 from hmem.server.routes import build_router
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerOptions", "create_app"]
@@ -64,9 +65,13 @@ gets 403 for every other user. Errors always have the shape
 """
 
 
-def create_app(memory: Memory, settings: Settings, options: ServerOptions | None = None) -> FastAPI:
+def create_app(
+    memory: Memory, settings: Settings, options: ServerOptions | None = None, *, proxy: ProxyOptions | None = None
+) -> FastAPI:
     """A FastAPI app serving ``memory``; auth from ``settings.api_keys``; the body
-    limit from ``options``, else ``settings.max_body_bytes`` (``HMEM_MAX_BODY_BYTES``)."""
+    limit from ``options``, else ``settings.max_body_bytes`` (``HMEM_MAX_BODY_BYTES``).
+    With ``proxy``, also the OpenAI-compatible ``POST /v1/chat/completions``
+    (:mod:`hmem.server.proxy`)."""
     opts = options or ServerOptions(max_body_bytes=settings.max_body_bytes)
     keyring = KeyRing.parse(settings.api_keys)
     from hmem._version import __version__
@@ -79,6 +84,10 @@ def create_app(memory: Memory, settings: Settings, options: ServerOptions | None
     app.add_middleware(AuthGate, keyring=keyring)  # added last = runs first: no body is read before auth
     app.include_router(build_health_router(memory, opts.readiness_timeout_s))
     app.include_router(build_router(memory, user_guard(keyring)))
+    if proxy is not None:
+        proxy_router, upstream = build_proxy_router(memory, keyring, proxy)
+        app.include_router(proxy_router)
+        app.router.on_shutdown.append(upstream.aclose)
     bound = sum(1 for k in keyring.keys if k.user_id is not None)
     if keyring.enabled:
         log.info("hmem API: %d API key(s), %d bound to one user", len(keyring.keys), bound)

@@ -12,7 +12,13 @@ Each ``POST /v1/chat/completions`` consumes the next scripted reply, in order:
 ``stall(seconds)``     waits (so the client times out), then answers
 ``empty()``            200 with an empty assistant message
 ``malformed()``        200 whose body is not valid JSON
+``cut(text, after)``   with ``stream=true``: ``after`` events, then hang up
 =====================  ==================================================
+
+``reply(text, tool_calls=[...])`` answers with tool calls. A request with
+``stream=true`` gets the answer as server-sent events, one chunk per word
+(see :mod:`hmem.testing._llm_stream`), with a usage chunk when
+``stream_options.include_usage`` asks for it.
 
 ``POST /v1/embeddings`` is not scripted: it answers every text with a deterministic
 vector (:func:`fake_embedding`: the same text always gets the same vector, different
@@ -48,13 +54,14 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
 from hmem.errors import ConfigError
+from hmem.testing._llm_stream import message_body, stream_events
 
 __all__ = ["RecordedRequest", "ScriptedLLMServer", "ScriptedReply", "fake_embedding"]
 
@@ -71,6 +78,8 @@ class ScriptedReply:
     delay_s: float = 0.0
     prompt_tokens: int = 10
     completion_tokens: int | None = None  # None: one per whitespace-separated word
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
+    cut_after: int | None = None  # streamed: close after this many events (no finish, no [DONE])
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,11 +193,16 @@ class ScriptedLLMServer:
         prompt_tokens: int = 10,
         completion_tokens: int | None = None,
         delay_s: float = 0.0,
+        tool_calls: Sequence[Mapping[str, Any]] = (),
     ) -> ScriptedLLMServer:
-        """A normal answer with ``text`` and the given usage."""
-        return self.push(
-            ScriptedReply("text", text, 200, delay_s, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-        )
+        """A normal answer with ``text``, the given usage and optional ``tool_calls``
+        (``{"id", "function": {"name", "arguments"}}`` each)."""
+        return self.push(ScriptedReply("text", text, 200, delay_s, prompt_tokens=prompt_tokens,
+                                       completion_tokens=completion_tokens, tool_calls=tuple(tool_calls)))
+
+    def cut(self, text: str, after: int = 2) -> ScriptedLLMServer:
+        """A streamed answer that stops after ``after`` events, as if the upstream died."""
+        return self.push(ScriptedReply("text", text, 200, cut_after=after))
 
     def error(self, status: int = 500, message: str = "scripted failure") -> ScriptedLLMServer:
         """An HTTP error (500, 429, 401 …) with an OpenAI-style error body."""
@@ -252,19 +266,21 @@ class ScriptedLLMServer:
 
 def _completion_body(reply: ScriptedReply, model: str, n: int) -> dict[str, Any]:
     text = "" if reply.kind == "empty" else reply.text
-    completion = reply.completion_tokens if reply.completion_tokens is not None else len(text.split())
+    message, finish = message_body(text, reply.tool_calls)
     return {
         "id": f"chatcmpl-scripted-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": reply.prompt_tokens,
-            "completion_tokens": completion,
-            "total_tokens": reply.prompt_tokens + completion,
-        },
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage(reply, text),
     }
+
+
+def _usage(reply: ScriptedReply, text: str) -> dict[str, int]:
+    completion = reply.completion_tokens if reply.completion_tokens is not None else len(text.split())
+    return {"prompt_tokens": reply.prompt_tokens, "completion_tokens": completion,
+            "total_tokens": reply.prompt_tokens + completion}
 
 
 def _embedding_body(body: Any, dimension: int) -> dict[str, Any] | None:
@@ -305,6 +321,22 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout): nothing to deliver
+
+        def _stream(self, reply: ScriptedReply, model: str, options: Any) -> None:
+            include_usage = isinstance(options, dict) and options.get("include_usage") is True
+            events = stream_events(reply.text, reply.tool_calls, model, f"chatcmpl-scripted-{len(server.requests)}",
+                                   reply.cut_after, include_usage=include_usage, usage=_usage(reply, reply.text))
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")  # no length: the end of the stream is the close
+                self.end_headers()
+                for event in events:
+                    self.wfile.write(f"{event}\n\n".encode())
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def _send_json(self, status: int, obj: object) -> None:
             self._send(status, json.dumps(obj).encode())
@@ -349,6 +381,8 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send_json(reply.status, error)
             elif reply.kind == "malformed":
                 self._send(200, b'{"id": "chatcmpl-broken", "choices": [{"message": {"content": "cut')
+            elif body.get("stream") is True:
+                self._stream(reply, str(body.get("model", "scripted")), body.get("stream_options"))
             else:
                 n = len(server.requests)
                 self._send_json(200, _completion_body(reply, str(body.get("model", "scripted")), n))

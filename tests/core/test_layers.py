@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("hmem.memory", "hmem._facade", "hmem._pipeline", "hmem.aio"),
     ("hmem.testing",),
     ("hmem.eval",),
-    ("hmem.cli", "hmem.server", "hmem.__main__"),
+    ("hmem.cli", "hmem.server", "hmem.mcp", "hmem.integrations", "hmem.__main__"),
 ]
 #: The package root re-exports the public API from every layer.
 TOP = "hmem"

@@ -25,7 +25,7 @@ PAGES = sorted((ROOT / "docs").glob("*.md"))
 
 # Pages whose examples load the real embedding model (torch + MiniLM, several seconds),
 # and pages whose examples talk to the Redis on 127.0.0.1:6379.
-SLOW_PAGES = frozenset({"README.md", "longterm.md"})
+SLOW_PAGES = frozenset({"README.md", "longterm.md", "integrations.md"})
 SERVER_PAGES = frozenset({"redis.md"})
 
 _BLOCK = re.compile(

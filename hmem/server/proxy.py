@@ -1,0 +1,276 @@
+"""``POST /v1/chat/completions``: an OpenAI-compatible chat endpoint with memory.
+
+An application changes only its ``base_url``. For each request the proxy
+
+1. finds the user (the API key's bound user, else the body's ``user``; else 422) and
+   the session (``X-Hmem-Session``, default :data:`DEFAULT_SESSION`);
+2. stores the new turn (the messages after the last assistant message: the user
+   message and/or tool results) once: a retry carries the same ids and is skipped;
+3. replaces ``messages`` with ``Memory.context(...)`` for the request's ``model``,
+   with its ``max_tokens`` (or ``max_completion_tokens``) as the reply reserve;
+4. forwards every other field unchanged to ``{upstream}/chat/completions`` with the
+   caller's ``X-Upstream-Key`` or the configured key;
+5. returns the answer (streamed chunk by chunk with ``stream=true``) and stores the
+   assistant reply, tool calls included, once it is complete.
+
+Upstream failures come back with the upstream's status (a timeout as 504, an
+unreachable upstream as 502) in hmem's error shape; a stream that breaks off ends
+with an ``error`` event and stores no reply. ``X-Hmem-Budget`` carries the context's
+tokens per tier; the upstream's ``usage`` passes through untouched.
+
+Example::
+
+    from hmem.server import create_app
+    from hmem.server.proxy import ProxyOptions
+    app = create_app(memory, settings, proxy=ProxyOptions(upstream="https://api.openai.com/v1"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import httpx
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials
+
+from hmem.aio import AsyncMemory
+from hmem.errors import ConfigError, DuplicateId, InvalidInput
+from hmem.memory import Memory
+from hmem.server._proxy_turns import StreamedReply, budget_header, new_turn, reply_message, system_prompt_of
+from hmem.server.auth import KeyRing, _bearer, authenticate
+from hmem.server.errors import error_response
+from hmem.tokens.models import resolve_model
+
+__all__ = ["DEFAULT_SESSION", "ProxyOptions", "build_proxy_router"]
+
+#: The session of a request without ``X-Hmem-Session``.
+DEFAULT_SESSION = "default"
+SESSION_HEADER = "X-Hmem-Session"
+BUDGET_HEADER = "X-Hmem-Budget"
+UPSTREAM_KEY_HEADER = "X-Upstream-Key"
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    """Where the proxy forwards to: ``upstream`` is an OpenAI-compatible base URL
+    (``…/v1``); ``api_key`` is used when the caller sends no ``X-Upstream-Key``."""
+
+    upstream: str
+    api_key: str | None = None
+    timeout_s: float = 120.0
+    connect_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not self.upstream.startswith(("http://", "https://")):
+            raise ConfigError(f"proxy upstream must be an http(s) URL like https://api.openai.com/v1, "
+                              f"got {self.upstream!r}")
+        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
+            raise ConfigError("proxy timeouts must be positive")
+
+
+def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) -> tuple[APIRouter, _Upstream]:
+    """The ``/v1/chat/completions`` route and its upstream client (close it on shutdown)."""
+    amem = AsyncMemory(memory)
+    upstream = _Upstream(options)
+    r = APIRouter(tags=["proxy"])
+
+    @r.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(
+        request: Request,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+        x_hmem_session: Annotated[str | None, Header()] = None,
+        x_upstream_key: Annotated[str | None, Header()] = None,
+    ) -> Response:
+        """OpenAI chat completions with hmem's memory (see the module docs)."""
+        principal = authenticate(keyring, credentials)
+        body = await _json_body(request)
+        user = _user_of(principal.user_id, body.get("user"))
+        session = x_hmem_session or DEFAULT_SESSION
+        messages = body.get("messages")
+        turn = new_turn(messages, session)  # type: ignore[arg-type]  # new_turn checks the shape
+        await _store(amem, user, session, turn)
+        ctx = await amem.context(user, session, model=_model(body), budget=_budget(body, memory),
+                                 system_prompt=system_prompt_of(messages))  # type: ignore[arg-type]
+        headers = {BUDGET_HEADER: budget_header(ctx.report.to_dict()), SESSION_HEADER: session}
+        forward = {**body, "messages": ctx.messages}
+        key = x_upstream_key or options.api_key or (None if keyring.enabled else _bearer_token(credentials))
+        reply_id = f"{turn[-1]['id']}-reply"
+        if forward.get("stream") is True:
+            return await upstream.stream(forward, key, headers, lambda m: _store(amem, user, session, [m]), reply_id)
+        status, answer = await upstream.complete(forward, key)
+        if status >= 400:
+            return _upstream_error(status, answer)
+        message = reply_message(answer, reply_id)
+        if message is not None:
+            await _store(amem, user, session, [message])
+        return JSONResponse(answer, headers=headers)
+
+    return r, upstream
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    try:
+        body = json.loads(await request.body())
+    except ValueError:
+        raise InvalidInput("body must be a JSON object (an OpenAI chat completion request)", field="body") from None
+    if not isinstance(body, dict):
+        raise InvalidInput("body must be a JSON object (an OpenAI chat completion request)", field="body")
+    return body
+
+
+def _user_of(bound: str | None, named: Any) -> str:
+    if named is not None and not isinstance(named, str):
+        raise InvalidInput("user must be a string (the hmem user id)", field="user")
+    if bound is not None:
+        if named is not None and named != bound:
+            from fastapi import HTTPException
+
+            raise HTTPException(403, "this API key is bound to another user")
+        return bound
+    if not named:
+        raise InvalidInput("name the user: send the request's 'user' field or use an API key bound to one user "
+                           "(KEY:USER in HMEM_API_KEYS)", field="user")
+    return named
+
+
+def _model(body: dict[str, Any]) -> str:
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidInput("model must be a non-empty string (the upstream's model name)", field="model")
+    return model
+
+
+def _budget(body: dict[str, Any], memory: Memory) -> int | None:
+    """The model's window minus the caller's reply reserve (None: hmem's default reserve).
+
+    ``Memory.context`` refuses a budget that leaves less than ``options.reply_reserve``,
+    so a smaller ``max_tokens`` gets that reserve: the prompt is only ever smaller."""
+    reserve = body.get("max_completion_tokens", body.get("max_tokens"))
+    if reserve is None:
+        return None
+    if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 1:
+        raise InvalidInput("max_tokens must be a positive integer", field="max_tokens")
+    budget = resolve_model(_model(body)).context_window - max(reserve, memory.options.reply_reserve)
+    if budget < 1:
+        raise InvalidInput(f"max_tokens {reserve} leaves no room for the prompt in {body['model']}'s window",
+                           field="max_tokens")
+    return budget
+
+
+def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    return credentials.credentials if credentials is not None else None
+
+
+async def _store(amem: AsyncMemory, user: str, session: str, messages: list[dict[str, Any]]) -> None:
+    """Append ``messages``; ids already stored (a retry) are skipped one by one."""
+    try:
+        await amem.add(user, session, messages)
+    except DuplicateId:
+        for m in messages:
+            try:
+                await amem.add(user, session, [m])
+            except DuplicateId:
+                continue
+
+
+def _upstream_error(status: int, answer: Any, kind: str = "upstream_error") -> JSONResponse:
+    error = answer.get("error") if isinstance(answer, dict) else None
+    detail = error.get("message") if isinstance(error, dict) else None
+    message = f"the upstream answered {status}: {detail or 'no error message'}"
+    return error_response(status, kind, message, details={"upstream": answer})
+
+
+class _Upstream:
+    """One pooled ``httpx.AsyncClient`` for every forwarded request."""
+
+    def __init__(self, options: ProxyOptions) -> None:
+        self.url = options.upstream.rstrip("/") + "/chat/completions"
+        self.timeout = httpx.Timeout(options.timeout_s, connect=options.connect_timeout_s)
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:  # created on the server's event loop, not at import
+            self._client = httpx.AsyncClient(timeout=self.timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _request(self, body: dict[str, Any], key: str | None) -> httpx.Request:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return self.client.build_request("POST", self.url, json=body, headers=headers)
+
+    async def complete(self, body: dict[str, Any], key: str | None) -> tuple[int, Any]:
+        try:
+            response = await self.client.send(self._request(body, key))
+        except httpx.TimeoutException:
+            return 504, {"error": {"message": "the upstream did not answer in time"}}
+        except httpx.TransportError as exc:
+            return 502, {"error": {"message": f"the upstream is unreachable: {type(exc).__name__}"}}
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return (response.status_code if response.status_code >= 400 else 502,
+                    {"error": {"message": "the upstream's answer is not JSON"}})
+
+    async def stream(self, body: dict[str, Any], key: str | None, headers: dict[str, str],
+                     store: Any, reply_id: str) -> Response:
+        try:
+            response = await self.client.send(self._request(body, key), stream=True)
+        except httpx.TimeoutException:
+            return _upstream_error(504, {"error": {"message": "the upstream did not answer in time"}})
+        except httpx.TransportError as exc:
+            return _upstream_error(502, {"error": {"message": f"the upstream is unreachable: {type(exc).__name__}"}})
+        if response.status_code >= 400:
+            raw = await response.aread()
+            await response.aclose()
+            try:
+                answer = json.loads(raw)
+            except ValueError:
+                answer = {"error": {"message": raw.decode("utf-8", "replace")[:500]}}
+            return _upstream_error(response.status_code, answer)
+        return StreamingResponse(_relay(response, store, reply_id), media_type="text/event-stream", headers=headers)
+
+
+async def _relay(response: httpx.Response, store: Any, reply_id: str) -> AsyncIterator[bytes]:
+    """Pass events through as they arrive; store the reply just before ``[DONE]`` so the
+    client's next request already sees it; a broken stream ends with an error event."""
+    reply = StreamedReply()
+    event: list[str] = []
+    problem = "the upstream closed the stream before it finished"
+    try:
+        async for line in response.aiter_lines():
+            if line:
+                event.append(line)
+                continue
+            if not event:
+                continue
+            data = "\n".join(x[5:].lstrip() for x in event if x.startswith("data:"))
+            text = "\n".join(event) + "\n\n"
+            event = []
+            if data == "[DONE]":
+                await store(reply.message(reply_id))
+                yield text.encode()
+                return
+            with contextlib.suppress(ValueError):  # a comment or keep-alive: relayed, nothing to join
+                reply.feed(json.loads(data))
+            yield text.encode()
+        if reply.finished and not event:  # an upstream that ends without [DONE]
+            await store(reply.message(reply_id))
+            return
+    except httpx.TimeoutException:
+        problem = "the upstream stopped sending before the answer was complete (timeout)"
+    except httpx.TransportError as exc:
+        problem = f"the upstream stream broke: {type(exc).__name__}"
+    finally:
+        await response.aclose()
+    error: dict[str, Any] = {"error": {"type": "upstream_error", "message": problem, "field": None, "details": {}}}
+    yield f"data: {json.dumps(error)}\n\n".encode()
