@@ -134,6 +134,7 @@ class AsyncMemory:
         *,
         model: str | None = None,
         budget: int | None = None,
+        reply_reserve: int | None = None,
         system_prompt: str | None = None,
         k: int | None = None,
         caps: TierCaps | Literal["default"] | None = "default",
@@ -150,7 +151,8 @@ class AsyncMemory:
         mmr_lambda: float | None = None,
     ) -> AssembledContext:
         return await _run(
-            self._sync.context, user_id, session_id, query, model=model, budget=budget, system_prompt=system_prompt,
+            self._sync.context, user_id, session_id, query, model=model, budget=budget, reply_reserve=reply_reserve,
+            system_prompt=system_prompt,
             k=k, caps=caps, template=template, truncate_current_turn=truncate_current_turn,
             relevance_cutoff=relevance_cutoff, kinds=kinds, since=since,
             until=until, metadata=metadata, fusion=fusion, recency_half_life=recency_half_life,

@@ -153,6 +153,7 @@ class Memory:
         *,
         model: str | None = None,
         budget: int | None = None,
+        reply_reserve: int | None = None,
         system_prompt: str | None = None,
         k: int | None = None,
         caps: TierCaps | Literal["default"] | None = "default",
@@ -169,7 +170,7 @@ class Memory:
         mmr_lambda: float | None = None,
     ) -> AssembledContext:
         """The prompt for the next model call, within ``budget`` tokens (default: the
-        model's context window minus ``options.reply_reserve``).
+        model's context window minus ``reply_reserve``, default ``options.reply_reserve``).
 
         Recalls with ``query`` (default: the session's last user message; ``kinds`` …
         ``mmr_lambda`` as in :meth:`recall`) as deep as the budget could use, then
@@ -186,7 +187,8 @@ class Memory:
         model_name = model or self.options.model
         info = resolve_model(model_name)
         try:
-            limit = budget_for(info.context_window, self.options.reply_reserve, budget)
+            reserve = self.options.reply_reserve if reply_reserve is None else reply_reserve
+            limit = budget_for(info.context_window, reserve, budget)
         except InvalidInput as exc:  # budget_for calls the caller's ``budget`` "explicit"
             raise renamed(exc, {"explicit": "budget"}) from None
         tokenizer = self._tokenizer_for(model_name)

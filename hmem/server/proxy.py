@@ -93,8 +93,9 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         session = x_hmem_session or DEFAULT_SESSION
         messages = body.get("messages")
         turn = new_turn(messages, session)  # type: ignore[arg-type]  # new_turn checks the shape
+        reserve = _reply_reserve(body)  # checked before anything is stored
         await _store(amem, user, session, turn)
-        ctx = await amem.context(user, session, model=_model(body), budget=_budget(body, memory),
+        ctx = await amem.context(user, session, model=_model(body), reply_reserve=reserve,
                                  system_prompt=system_prompt_of(messages))  # type: ignore[arg-type]
         headers = {BUDGET_HEADER: budget_header(ctx.report.to_dict()), SESSION_HEADER: session}
         forward = {**body, "messages": ctx.messages}
@@ -145,21 +146,19 @@ def _model(body: dict[str, Any]) -> str:
     return model
 
 
-def _budget(body: dict[str, Any], memory: Memory) -> int | None:
-    """The model's window minus the caller's reply reserve (None: hmem's default reserve).
-
-    ``Memory.context`` refuses a budget that leaves less than ``options.reply_reserve``,
-    so a smaller ``max_tokens`` gets that reserve: the prompt is only ever smaller."""
+def _reply_reserve(body: dict[str, Any]) -> int | None:
+    """The caller's ``max_completion_tokens`` / ``max_tokens``: the reply reserve of the
+    assembled prompt (None: hmem's ``reply_reserve``). It must leave the prompt room in
+    the model's window."""
     reserve = body.get("max_completion_tokens", body.get("max_tokens"))
     if reserve is None:
         return None
     if isinstance(reserve, bool) or not isinstance(reserve, int) or reserve < 1:
         raise InvalidInput("max_tokens must be a positive integer", field="max_tokens")
-    budget = resolve_model(_model(body)).context_window - max(reserve, memory.options.reply_reserve)
-    if budget < 1:
+    if resolve_model(_model(body)).context_window - reserve < 1:
         raise InvalidInput(f"max_tokens {reserve} leaves no room for the prompt in {body['model']}'s window",
                            field="max_tokens")
-    return budget
+    return reserve
 
 
 def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str | None:

@@ -148,3 +148,14 @@ def test_a_fact_and_its_own_source_turn_are_never_both_in_the_prompt(mem: Memory
     kept = [r.ref for r in ctx.report.items if r.tier == "recalled" and r.kept]
     sources = [i.source_message_id for i in mem.items("u1", ids=kept)]
     assert sources.count("t1") == 1
+
+
+def test_reply_reserve_sizes_the_default_budget_and_is_checked(mem: Memory) -> None:
+    """Tried: reply_reserve -1, 128000 (the whole gpt-4o-mini window), "100"."""
+    mem.add("u1", "s1", [{"role": "user", "content": "hello"}])
+    assert mem.context("u1", "s1", reply_reserve=100).report.budget == 128_000 - 100
+    assert mem.context("u1", "s1").report.budget == 128_000 - mem.options.reply_reserve
+    for bad in (-1, 128_000, "100"):
+        with pytest.raises(InvalidInput) as info:
+            mem.context("u1", "s1", reply_reserve=bad)  # type: ignore[arg-type]
+        assert info.value.field == "reply_reserve"

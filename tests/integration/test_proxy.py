@@ -193,18 +193,34 @@ def test_user_rules_match_the_rest_api(tmp_path: Path) -> None:
 
 
 def test_bad_requests_name_the_field(tmp_path: Path) -> None:
-    """Tried: messages missing, last message from the assistant, max_tokens 0, body not JSON."""
-    with proxy(tmp_path) as (url, _memory, upstream):
+    """Tried: messages missing, last message from the assistant, max_tokens 0, max_tokens
+    as large as the model's window, body not JSON. Nothing is stored, nothing forwarded."""
+    with proxy(tmp_path) as (url, memory, upstream):
         auth = {"Authorization": f"Bearer {ALICE_KEY}", "Content-Type": "application/json"}
         cases = [({"model": MODEL}, "messages"),
                  ({"model": MODEL, "messages": [{"role": "assistant", "content": "hi"}]}, "messages"),
-                 ({"model": MODEL, "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}, "max_tokens")]
+                 ({"model": MODEL, "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+                 ({"model": MODEL, "max_tokens": 128_000, "messages": [{"role": "user", "content": "x"}]},
+                  "max_tokens")]
         for body, field in cases:
             response = httpx.post(f"{url}/chat/completions", headers=auth, json=body)
             assert (response.status_code, response.json()["error"]["field"]) == (422, field), body
+        assert memory.sessions_of("alice") == []
         response = httpx.post(f"{url}/chat/completions", headers=auth, content=b"{nope")
         assert response.status_code == 422 and response.json()["error"]["field"] == "body"
         assert upstream.completion_requests == []
+
+
+def test_max_tokens_below_hmem_reply_reserve_is_the_reply_reserve(tmp_path: Path) -> None:
+    """The caller's max_tokens, not hmem's default reserve (2000), sizes the prompt."""
+    with proxy(tmp_path) as (url, _memory, upstream):
+        upstream.reply("ok").reply("ok")
+        raw = client(url).chat.completions.with_raw_response.create(
+            model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hi"}])
+        assert raw.headers["x-hmem-budget"].startswith(f"budget={128_000 - 100} ")
+        raw = client(url).chat.completions.with_raw_response.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi again"}])
+        assert raw.headers["x-hmem-budget"].startswith(f"budget={128_000 - 2000} ")
 
 
 def test_readme_snippet_openai_base_url(tmp_path: Path) -> None:
