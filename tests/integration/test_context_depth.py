@@ -11,7 +11,6 @@ settings (ConfigError).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,18 +37,6 @@ UNRELATED = [
     "My laptop battery barely lasts two hours now.", "The neighbours are renovating their attic.",
 ]
 QUERY = "What did I do in Japan on my trip?"
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
-@pytest.fixture
-def mem(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[Memory]:
-    memory = Memory.open(tmp_path / "data", embedder=embedder, vectors="memory")
-    yield memory
-    memory.close()
 
 
 def _trip_facts(n: int) -> list[str]:

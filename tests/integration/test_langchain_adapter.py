@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from hmem.errors import InvalidInput
 from hmem.integrations.langchain import HmemChatMessageHistory, HmemRetriever, from_langchain, to_langchain
 from hmem.memory import Memory
-from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message, ToolCall
 
 pytestmark = pytest.mark.slow
@@ -62,18 +60,6 @@ FACTS = [
     "We adopted a grey cat called Pixel last spring.",
     "I work as a nurse on night shifts.",
 ]
-
-
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
-@pytest.fixture
-def mem(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[Memory]:
-    memory = Memory.open(tmp_path / "data", embedder=embedder, vectors="memory")
-    yield memory
-    memory.close()
 
 
 class Prompts(BaseCallbackHandler):

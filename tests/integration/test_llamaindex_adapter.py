@@ -12,7 +12,6 @@ and a padded user_id, an empty session_id.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,6 @@ from llama_index.core.llms import ChatMessage, MockLLM
 from hmem.errors import InvalidInput
 from hmem.integrations.llamaindex import HmemMemory, from_llamaindex, to_llamaindex
 from hmem.memory import Memory
-from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.tokens import get_tokenizer
 from hmem.types import Message, ToolCall
 
@@ -37,18 +35,12 @@ FACTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def embedder() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
 @pytest.fixture
-def mem(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[Memory]:
-    memory = Memory.open(tmp_path / "data", embedder=embedder, vectors="memory")
+def mem(mem: Memory) -> Iterator[Memory]:
+    """The shared Memory (tests/integration/conftest.py) with the facts in it."""
     for fact in FACTS:
-        memory.remember("u1", fact)
-    yield memory
-    memory.close()
+        mem.remember("u1", fact)
+    yield mem
 
 
 @pytest.fixture(scope="module")
