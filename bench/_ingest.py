@@ -1,8 +1,10 @@
-"""Ingest a dataset's conversations into a Memory once per work folder (bench helper).
+"""What the tuning benchmarks share (``bench_context_depth.py``, ``bench_multihop.py``):
+the dataset, its tune/confirm split, and ingesting it into a Memory once per work folder.
 
-Benchmarks that ask many settings of one store (``bench_context_depth.py``,
-``bench_multihop.py``) keep it in ``--workdir``; ``ingested.json`` there lists the
-conversations already added, so a rerun (or a later part) only adds the missing ones.
+They ask many settings of one store kept in ``--workdir``; ``ingested.json`` there lists
+the conversations already added, so a rerun (or a later part) only adds the missing ones.
+The split is one rule for every benchmark: LoCoMo dev conversations 1-3 tune, 4-5
+confirm; the sample set is a tune set of its own (all of it).
 """
 
 from __future__ import annotations
@@ -12,9 +14,23 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from hmem.eval.model import EvalConversation
+from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
+from hmem.eval.model import EvalConversation, EvalDataset
 from hmem.eval.runner import conversation_batches
 from hmem.memory import Memory
+
+
+def load_dataset(name: str) -> EvalDataset:
+    """``"sample"`` (data/) or ``"locomo"`` (the dev split under ../shared/data/locomo)."""
+    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
+
+
+def part_ids(dataset: EvalDataset, name: str, part: str) -> list[str]:
+    """Conversation ids of ``part`` ("tune", "confirm" or "all") of dataset ``name``."""
+    ids = [c.id for c in dataset.conversations]
+    if name == "sample" or part == "all":
+        return ids
+    return ids[:3] if part == "tune" else ids[3:]
 
 
 def ingest_once(mem: Memory, workdir: Path, conversations: Iterable[EvalConversation]) -> None:

@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _ingest import ingest_once
+from _ingest import ingest_once, load_dataset, part_ids
 
-from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
 from hmem.eval.model import EvalDataset, EvalQuestion
 from hmem.memory import Memory
 
@@ -67,17 +66,6 @@ class Cell:
     evidence: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     stops: Counter[str] = field(default_factory=Counter)
-
-
-def _dataset(name: str) -> EvalDataset:
-    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
-
-
-def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
-    ids = [c.id for c in dataset.conversations]
-    if name == "sample" or part == "all":
-        return ids
-    return ids[:3] if part == "tune" else ids[3:]
 
 
 def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str]) -> Memory:
@@ -186,7 +174,7 @@ def main() -> None:
     budgets = [int(b) for b in args.budgets.split(",")]
 
     if args.score:
-        keep = None if args.part == "all" else set(_part(_dataset(args.dataset), args.dataset, args.part))
+        keep = None if args.part == "all" else set(part_ids(load_dataset(args.dataset), args.dataset, args.part))
         dumps = {}
         for path in args.score:
             rows = [Row(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
@@ -196,8 +184,8 @@ def main() -> None:
             _print_rows({name: _score(rows, categories) for name, rows in dumps.items()})
         return
 
-    dataset = _dataset(args.dataset)
-    conversations = _part(dataset, args.dataset, args.part)
+    dataset = load_dataset(args.dataset)
+    conversations = part_ids(dataset, args.dataset, args.part)
     args.workdir.mkdir(parents=True, exist_ok=True)
     mem = _open(args.workdir, dataset, conversations)
     questions = _questions(dataset, conversations)

@@ -29,11 +29,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from _ingest import ingest_once
+from _ingest import ingest_once, load_dataset, part_ids
 
 from hmem.build import build_parts
 from hmem.config import Settings
-from hmem.eval.datasets import default_locomo_dir, load_locomo, load_sample
 from hmem.eval.metrics import QuestionResult, Report, aggregate
 from hmem.eval.model import EvalDataset, EvalQuestion
 from hmem.longterm.store import LongTermStore
@@ -44,17 +43,6 @@ from hmem.memory import Memory
 KS = (5, 10, 25, 50)
 #: Categories in report order (LoCoMo's five; the sample set has its own, printed after).
 ORDER = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
-
-
-def _dataset(name: str) -> EvalDataset:
-    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
-
-
-def _part(dataset: EvalDataset, name: str, part: str) -> list[str]:
-    ids = [c.id for c in dataset.conversations]
-    if name == "sample" or part == "all":
-        return ids
-    return ids[:3] if part == "tune" else ids[3:]
 
 
 def _open(workdir: Path, dataset: EvalDataset) -> tuple[Memory, LongTermStore]:
@@ -123,11 +111,11 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", default=["off:feedback_rounds=1", "prf:feedback_rounds=2"])
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    dataset = _dataset(args.dataset)
+    dataset = load_dataset(args.dataset)
     workdir = args.workdir / args.dataset
     workdir.mkdir(parents=True, exist_ok=True)
     mem, store = _open(workdir, dataset)
-    keep = set(_part(dataset, args.dataset, args.part))
+    keep = set(part_ids(dataset, args.dataset, args.part))
     questions = [q for q in dataset.questions if q.conversation_id in keep and q.evidence]
     base = store.config
     _ask(mem, questions[:20], max(KS))  # warm-up: caches and lazily built indexes, so the first setting's latency is not an outlier
