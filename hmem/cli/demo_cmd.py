@@ -192,32 +192,41 @@ def _ingest(mem: Memory, conversations: list[EvalConversation], out: Output) -> 
 
 
 def profile_rows(mem: Memory, conv: EvalConversation) -> list[dict[str, Any]]:
-    """The :data:`PROFILE_KEYS` the user's profile has (current or once held), each
-    ``{key, value, since, history: [{value, date}]}``. Dates are the dates of the sample
-    sessions that stated the values (the replay itself happens today); ``value`` None:
-    the key was deleted or superseded without a current value."""
+    """The :data:`PROFILE_KEYS` and the keys the user stated (``conv.profile``), each
+    ``{key, value, since, history: [{value, date}], stated, held}``. Dates are the dates
+    of the sample sessions that stated the values (the replay itself happens today);
+    ``value`` None: the key was deleted, superseded or never set. ``stated`` is what the
+    user said (None if nothing); ``held`` whether the profile has it now and every earlier
+    stated value in its history (None when nothing was stated)."""
     from hmem.profile.model import format_value
 
     dates = {s.id: s.date.date().isoformat() for s in conv.sessions}
+    stated = {v.key: v for v in conv.profile}
 
     def when(entry: ProfileEntry) -> str:
         return dates.get(entry.provenance.session_id or "", entry.valid_from.date().isoformat())
 
     rows: list[dict[str, Any]] = []
-    for key in PROFILE_KEYS:
+    for key in [*PROFILE_KEYS, *(k for k in stated if k not in PROFILE_KEYS)]:
         versions = mem.profile.history(conv.id, key)
-        if not versions:
+        want = stated.get(key)
+        if not versions and want is None:
             continue
-        current = versions[-1] if versions[-1].is_current else None
+        current = versions[-1] if versions and versions[-1].is_current else None
         earlier = versions[:-1] if current else versions
-        rows.append({
-            "key": key,
-            "value": format_value(current.value) if current and current.value is not None else None,
-            "since": when(current) if current else None,
-            "history": [{"value": None if e.value is None else format_value(e.value), "date": when(e)}
-                        for e in earlier],
-        })
+        value = format_value(current.value) if current and current.value is not None else None
+        history = [{"value": None if e.value is None else format_value(e.value), "date": when(e)} for e in earlier]
+        held = None
+        if want is not None:
+            past = " | ".join(h["value"] or "" for h in history).casefold()
+            held = want.matches(value) and all(old.casefold() in past for old in want.earlier)
+        rows.append({"key": key, "value": value, "since": when(current) if current else None, "history": history,
+                     "stated": None if want is None else _stated_text(want.value, want.earlier), "held": held})
     return rows
+
+
+def _stated_text(value: str, earlier: tuple[str, ...]) -> str:
+    return " → ".join([*earlier, value])
 
 
 def _ask(mem: Memory, conv: EvalConversation, q: EvalQuestion, budget: int, k: int | None) -> dict[str, Any]:
@@ -263,16 +272,18 @@ def _locate(mem: Memory, user: str, turn_id: str, recalled: list[dict[str, Any]]
 
 def _render_profile(console: Console, conv: dict[str, Any]) -> None:
     rows = conv.get("profile") or []
-    missing = [k for k in PROFILE_KEYS if k not in {r["key"] for r in rows}]
-    grid = table(f"Profile of {conv['id']} ({conv['title']}): {', '.join(PROFILE_KEYS)}",
-                 ["key", "current value", "since", "earlier values (session date)"])
+    checked = [r for r in rows if r["held"] is not None]
+    grid = table(f"Profile of {conv['id']} ({conv['title']})",
+                 ["key", "the user said", "current value", "since", "earlier values (session date)", "held"])
     for r in rows:
         earlier = "; ".join(f"{h['value'] if h['value'] is not None else '(deleted)'} ({h['date']})"
                             for h in r["history"]) or "-"
-        grid.add_row(text(r["key"]), text(r["value"] if r["value"] is not None else "(none now)"),
-                     text(r["since"] or "-"), text(earlier))
-    if missing:
-        grid.caption = f"not in the profile: {', '.join(missing)}"
+        mark = "-" if r["held"] is None else ("yes" if r["held"] else "NO")
+        grid.add_row(text(r["key"]), text(r["stated"] or "-"), text(r["value"] if r["value"] is not None else "(none)"),
+                     text(r["since"] or "-"), text(earlier), text(mark))
+    missed = [r["key"] for r in checked if not r["held"]]
+    grid.caption = (f"stated keys held: {len(checked) - len(missed)}/{len(checked)}"
+                    + (f" (missed: {', '.join(missed)})" if missed else ""))
     console.print(grid)
 
 

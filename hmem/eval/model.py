@@ -36,6 +36,7 @@ __all__ = [
     "EvalSession",
     "EvalToolCall",
     "EvalTurn",
+    "StatedProfileValue",
     "TurnRole",
 ]
 
@@ -92,6 +93,32 @@ class EvalSession:
 
 
 @dataclass(frozen=True, slots=True)
+class StatedProfileValue:
+    """What a conversation's user said about one profile key, as a careful reader would
+    keep it at the end: ``value`` (``accept``: other spellings that count as right), the
+    turns that say it, and the ``earlier`` values it replaced (they belong in history).
+
+    Example::
+
+        >>> v = StatedProfileValue("location", "Lisbon", ("S2:T1",), earlier=("Manchester",))
+        >>> v.matches("Lisbon, Portugal"), v.matches("Manchester")
+        (True, False)
+    """
+
+    key: str
+    value: str
+    evidence: tuple[str, ...]
+    accept: tuple[str, ...] = ()
+    earlier: tuple[str, ...] = ()
+
+    def matches(self, shown: str | None) -> bool:
+        """True when a profile value as shown contains the stated value or an accepted spelling."""
+        if not shown:
+            return False
+        return any(want.casefold() in shown.casefold() for want in (self.value, *self.accept))
+
+
+@dataclass(frozen=True, slots=True)
 class EvalConversation:
     """A multi-session conversation between a user and an assistant.
 
@@ -103,6 +130,8 @@ class EvalConversation:
     speakers: tuple[str, ...]
     sessions: tuple[EvalSession, ...]
     title: str = ""
+    #: What the user stated about themselves (sample data only; empty elsewhere).
+    profile: tuple[StatedProfileValue, ...] = ()
 
     def iter_turns(self) -> Iterator[tuple[EvalSession, EvalTurn]]:
         """Every turn with its session, oldest first."""

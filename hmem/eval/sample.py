@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from hmem.eval.model import (
     EvalToolCall,
     EvalTurn,
     FileContext,
+    StatedProfileValue,
 )
 
 __all__ = ["SCHEMA_VERSION", "default_sample_dir", "load_sample", "load_sample_file"]
@@ -39,7 +41,8 @@ __all__ = ["SCHEMA_VERSION", "default_sample_dir", "load_sample", "load_sample_f
 SCHEMA_VERSION = 1
 _SESSION_ID = re.compile(r"^S[1-9][0-9]*$")
 _TURN_ID = re.compile(r"^(S[1-9][0-9]*):T[1-9][0-9]*$")
-_TOP_KEYS = {"schema_version", "id", "language", "title", "description", "speakers", "sessions", "questions"}
+_TOP_KEYS = {"schema_version", "id", "language", "title", "description", "speakers", "sessions", "questions", "profile"}
+_STATED_KEYS = {"key", "value", "accept", "evidence", "earlier"}
 _SESSION_KEYS = {"id", "date", "turns"}
 _TURN_KEYS = {"id", "role", "text", "speaker", "tool_calls", "tool_call_id", "name"}
 _CALL_KEYS = {"id", "name", "arguments"}
@@ -120,6 +123,7 @@ def load_sample_file(path: str | Path) -> tuple[EvalConversation, list[EvalQuest
     conv = EvalConversation(
         id=conv_id, language=language, speakers=(user_name, assistant_name), sessions=sessions, title=title
     )
+    conv = replace(conv, profile=_stated_profile(ctx, top, conv.turn_ids))
     questions = _questions(ctx, top, conv)
     return conv, questions
 
@@ -305,3 +309,33 @@ def _questions(ctx: FileContext, top: Mapping[str, object], conv: EvalConversati
             )
         )
     return out
+
+
+def _strings(ctx: FileContext, parent: Mapping[str, object], key: str, where: str) -> tuple[str, ...]:
+    raw = ctx.arr(parent.get(key, []), f"{where}.{key}")
+    if not all(isinstance(v, str) and v.strip() for v in raw):
+        ctx.fail(f"{where}.{key}", "must be a list of non-empty strings")
+    return tuple(str(v) for v in raw)
+
+
+def _stated_profile(ctx: FileContext, top: Mapping[str, object], known: frozenset[str]) -> tuple[StatedProfileValue, ...]:
+    """The optional ``profile``: what the user states about themselves, one entry per key."""
+    from hmem.profile.schema import KEYS
+
+    out: list[StatedProfileValue] = []
+    for pi, raw in enumerate(ctx.arr(top.get("profile", []), "profile")):
+        where = f"profile[{pi}]"
+        entry = ctx.obj(raw, where)
+        _no_unknown(ctx, entry, _STATED_KEYS, where)
+        key = ctx.text(entry, "key", where)
+        if key not in KEYS:
+            ctx.fail(f"{where}.key", f"must be a canonical profile key (one of {sorted(KEYS)}), got {key!r}")
+        if any(prev.key == key for prev in out):
+            ctx.fail(f"{where}.key", f"key {key!r} is listed twice")
+        evidence = _id_list(ctx, entry, "evidence", where, known)
+        if not evidence:
+            ctx.fail(f"{where}.evidence", "must name at least one turn that states the value")
+        out.append(StatedProfileValue(key=key, value=ctx.text(entry, "value", where), evidence=evidence,
+                                      accept=_strings(ctx, entry, "accept", where),
+                                      earlier=_strings(ctx, entry, "earlier", where)))
+    return tuple(out)

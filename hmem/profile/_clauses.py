@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from hmem.profile._lex_en import CHILD_WORDS, FAMILY_WORDS, OTHER_PEOPLE, PARTNER_WORDS
 from hmem.profile._lex_zh import SURNAMES, ZH_CHILD_WORDS, ZH_FAMILY_WORDS, ZH_OTHER_PEOPLE, ZH_PARTNER_WORDS
 
-__all__ = ["CJK", "CURRENT", "STAY", "TIMELESS", "Clause", "Subject", "allowed", "analyse", "negated", "normalise"]
+__all__ = ["CJK", "CURRENT", "STAY", "TIMELESS", "Clause", "Subject", "allowed", "analyse", "negated", "normalise",
+           "opens_sentence"]
 
 Subject = Literal["self", "with", "we", "my", "other"]
 CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -260,6 +262,17 @@ TIMELESS = frozenset({"question", "hypothetical", "other"})
 def allowed(clause: Clause, blocked: frozenset[str]) -> bool:
     """True when none of ``blocked`` guards the clause."""
     return not clause.guards & blocked
+
+
+def opens_sentence(clauses: Sequence[Clause], i: int) -> bool:
+    """True when clause ``i`` is the first of its sentence, or only a greeting or discourse
+    words come before it ("你好，我是陈浩": the introduction still opens what the user says)."""
+    j = i - 1
+    while j >= 0 and clauses[j].sentence == clauses[i].sentence:
+        if clauses[j].bare.strip(" ,，!！.。~"):
+            return False
+        j -= 1
+    return True
 
 
 def negated(before: str) -> bool:

@@ -181,6 +181,11 @@ _NOT_FOOD = re.compile(r"^(?:much|a lot|enough|well|out|late|after|before|breakf
                        r"it|that|this|them|fast food|there|here|at \w+|with \w+)\b", re.IGNORECASE)
 
 
+#: What "I can't have X" restricts when it is about food ("can't have kids" is not a diet).
+_RESTRICTABLE = ("dairy|milk|cheese|lactose|gluten|wheat|nuts|peanuts|tree nuts|shellfish|seafood|fish|eggs?|soy|"
+                 "sugar|caffeine|coffee|alcohol|meat|red meat|pork|beef|chicken|spicy food|garlic|onions?")
+
+
 def _diet(cs: Sequence[Clause], i: int) -> list[Found]:
     c, p = cs[i], cs[i].pred
     out: list[Found] = []
@@ -203,11 +208,14 @@ def _diet(cs: Sequence[Clause], i: int) -> list[Found]:
         out.append(fact("diet", "gluten-free" if one.lower() in ("coeliac", "celiac") else one.lower(), 0.85, c.text))
     if c.subject in ("self", "with"):
         m = re.search(r"\b(?:don't|do not|never|can't|cannot|won't) (?:really |ever |usually )?(?:eat|drink|touch)"
-                      r"(?:\s+(?P<v>.+))?$", p, re.IGNORECASE)
+                      r"(?:\s+(?P<v>.+))?$", p, re.IGNORECASE) or \
+            re.search(rf"\b(?:can't|cannot|can not|shouldn't|mustn't) (?:really |ever )?have (?P<v>(?:{_RESTRICTABLE})\b.*)$",
+                      p, re.IGNORECASE)
         if m and re.search(r"\bdrink\b", m.group(0)) and not m.group("v"):
             out.append(fact("diet", "no:alcohol", 0.75, c.text))
         elif m and m.group("v") and not _NOT_FOOD.match(m.group("v")):
-            foods = items(re.sub(r"\s+(?:anymore|any more|at all|either|ever)\b.*$", "", m.group("v")), max_words=3)
+            foods = items(re.sub(r"\s+(?:anymore|any more|at all|either|ever|after|before|during)\b.*$", "", m.group("v")),
+                           max_words=3)
             if foods:
                 out.append(fact("diet", tuple(f"no:{f}" for f in foods), 0.8, c.text))
     return out

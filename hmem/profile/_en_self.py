@@ -205,6 +205,12 @@ _STAY_LONG = re.compile(r"^(?:have been|have lived|am) in (?P<v>.+?) (?:for|sinc
                         r"a long time|most of my life|\w+ years|\d{4})\b", re.IGNORECASE)
 
 
+#: A home rented, bought or owned somewhere: "we've rented a flat in Bath", "renting a one-bedroom in …".
+_HOME_IN = re.compile(r"\b(?:bought|rent|rented|am renting|are renting|own|leased) (?:a |an |our |my )?"
+                      r"(?:new |own |small |tiny )?(?:(?:one|two|three|four|[1-4])[- ]bed(?:room)?|studio|house|home|flat|"
+                      r"apartment|place|condo)(?: flat| apartment)? in (?P<v>.+)$")
+
+
 def _location(cs: Sequence[Clause], i: int) -> list[Found]:
     c, p = cs[i], cs[i].pred
     if c.subject not in ("self", "with", "we") or not allowed(c, STAY):
@@ -220,8 +226,7 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         if place:
             found.append((0.9, place))
     m = re.search(r"\b(?:live|living|am living|am based|based)\s+(?:just\s+)?(?:outside|near|close to)\s+(?:of\s+)?"
-                  r"(?P<v>.+)$", p, re.IGNORECASE) or re.search(r"\b(?:bought|rent|am renting|own) (?:a |an |our |my )?"
-                                                            r"(?:house|home|flat|apartment|place|condo) in (?P<v>.+)$", p)
+                  r"(?P<v>.+)$", p, re.IGNORECASE) or re.search(_HOME_IN, p)
     if m and not negated(p[: m.start("v")]) and (place := en_place(m.group("v"))):
         found.append((0.75, place))
     m = _MOVED.search(p)

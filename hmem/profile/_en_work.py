@@ -32,7 +32,9 @@ def _alt(words: object) -> str:
 _STOP = (r"(?:of|in|at|for|with|to|from|and|or|but|the|a|an|my|our|who|that|which|fan|on|by|as|so|is|am|are|was|"
          r"very|really|huge|big|total|bit|kind|sort|here|there|now|still|just|basically|literally|professional napper)")
 _MOD = rf"(?!{_STOP}\b)[A-Za-z][\w/&'-]*"
-_HEAD = rf"(?:{_alt(JOBS | STUDY_YEARS)})"
+_JOB_HEAD = rf"(?:{_alt(JOBS)})"
+#: "senior" is a study year only when no job word follows ("a senior data scientist" is not a student).
+_HEAD = rf"(?:{_JOB_HEAD}|(?:{_alt(STUDY_YEARS)})(?!\s+(?:[A-Za-z][\w/&'-]*\s+){{0,3}}?{_JOB_HEAD}\b))"
 _SPECIAL = (r"stay[- ]at[- ]home (?:mom|mum|dad|parent|mother|father|mama)|full[- ]time (?:mom|mum|dad|parent)|"
             r"work[- ]from[- ]home (?:mom|mum|dad|parent)")
 #: An occupation noun phrase: up to four modifiers and a job word ("second year CS student").
@@ -115,6 +117,11 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
                  rf"\d{{1,2}}[- ]year[- ]old\s+)?{JOB_NP}(?P<rest>.*)$", p, flags) or re.match(rf"^have been (?:a |an )?{JOB_NP}(?P<rest>\s+for\b.*)$", p, flags)
     if m and not negated(p[: m.start("job")]) and not re.match(r"^\s+fan\b", m.group("rest")):
         return _after_job(c, m.group("job"), m.group("rest"), 0.85)
+    # "I got promoted to senior data scientist", "Brightpath promoted me to lead designer": past only
+    m = re.search(rf"\b(?:(?:got|was|been|just|finally|recently) promoted|promoted me) to (?:a |an |the )?{JOB_NP}"
+                  rf"(?P<rest>.*)$", p, flags)
+    if m and not negated(p[: m.start("job")]):
+        return _after_job(c, m.group("job"), m.group("rest"), 0.8)
     m = re.match(rf"^(?:am|are) .*?\band (?:a |an )?{JOB_NP}(?P<rest>.*)$", p, flags)
     if m and not negated(p[: m.start("job")]) and not re.match(r"^\s+fan\b", m.group("rest")):
         return _after_job(c, m.group("job"), m.group("rest"), 0.8)
@@ -136,7 +143,8 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
     if m and not negated(p[: m.start("f")]):
         return [fact("occupation", m.group("f"), 0.75, c.text)]
     m = re.match(rf"^(?:am |are )?(?:currently )?(?:doing|pursuing|studying for|working on|in the middle of|"
-                 rf"finishing) (?:a |an |my )?{_DEGREE}(?: (?:in|on) (?P<major>[A-Za-z][\w -]{{1,30}}?))?"
+                 rf"finishing|(?:almost|nearly) done with|in the (?:last|final|first|second|third|fourth|fifth) "
+                 rf"(?:stretch|stages?|months?|year|weeks?) of) (?:a |an |my )?{_DEGREE}(?: (?:in|on) (?P<major>[A-Za-z][\w -]{{1,30}}?))?"
                  rf"(?: at {ORG})?(?=$|,| at | in | and )", p, flags)
     if m:
         degree = m.group("deg").lower().replace(".", "")

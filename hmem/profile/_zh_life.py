@@ -90,15 +90,18 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
     if named_first and c.subject in ("self", "we", "with") and allowed(c, STAY) and _key(named_first.group("kind")):
         key = _key(named_first.group("kind")) or "pets"
         return [*out, fact(key, entity(_kind(named_first.group("kind")), named_first.group("n")), 0.85, c.text)]
-    have = re.search(rf"(?:^|里|也|还|在家)(?P<v>有|养了|养着|养|带着|带|have|got)\s*{_COUNT}\s*{_ADJ}(?P<kind>{_KINDS})", p)
+    have = re.search(rf"(?:^|里|也|还|在家)(?P<v>有|养了|养着|养|带着|带|领养了|收养了|多了|添了|have|got|adopted)\s*{_COUNT}\s*"
+                     rf"{_ADJ}(?P<kind>{_KINDS})", p)
     if have and c.subject in ("self", "we", "with") and allowed(c, STAY) and not negated(p[: have.start("v")]):
         key = _key(have.group("kind"))
         if key and not (have.group("v").startswith("带") and key != "children"):
             names = re.findall(rf"(?:^\s*|一|另一|大|小)(?:只|个|条|位)?(?:{_KINDS})?(?:名字)?(?:叫|名叫)\s*"
                                rf"([A-Za-z]+|[{CJK}]{{1,4}}?)(?=$|[一另,，了啊呀]|\s)", p[have.end():])
-            nxt = [x for x in cs[i + 1: i + 3] if x.sentence == c.sentence]
+            # the name may follow in the next sentence too: "我们家多了一只猫！…，取名叫年糕"
+            ends_sentence = i + 1 < len(cs) and cs[i + 1].sentence != c.sentence
+            nxt = [x for x in cs[i + 1: i + 3] if x.sentence == c.sentence or ends_sentence]
             for x in nxt:
-                names += re.findall(rf"(?:^|一|另一|大|小)(?:只|个|条|位)?(?:{_KINDS})?(?:名字)?叫\s*([A-Za-z]+|"
+                names += re.findall(rf"(?:^|一|另一|大|小)(?:只|个|条|位)?(?:{_KINDS})?(?:名字|取名|起名)?叫\s*([A-Za-z]+|"
                                     rf"[{CJK}]{{1,4}}?)(?=$|[一另,，]|\s)", x.bare)
             kind = have.group("kind")
             breeds = [k for x in nxt[:1] for k in re.findall(rf"(?:一|另一)(?:只|条|个)\s*({_KINDS})", x.bare)]
@@ -118,6 +121,18 @@ _FOOD = rf"(?P<f>[{CJK}]{{1,6}}?|[A-Za-z][A-Za-z ]{{1,20}}?)(?=$|[了啊呀哈�
 _NOT_FOOD = ("早饭", "早餐", "午饭", "晚饭", "夜宵", "东西", "饭", "太多", "多少", "什么", "了", "掉", "口")
 
 
+#: "一点辣都吃不了", "一口肉也不吃", "吃不了辣": refusals whose food is not right after the verb.
+_EMPHATIC = (re.compile(rf"(?:一点儿?|一口|半点)\s*(?P<f>[{CJK}]{{1,4}}?)\s*(?:都|也)\s*(?:不吃|吃不了|不能吃|不碰)"),
+             re.compile(rf"(?<![能不])吃不了\s*(?![太那这多完])(?P<f>[{CJK}]{{1,4}}?)(?=$|[的了啊呀,，])"))
+
+
+def _refusals(pred: str) -> list[tuple[str, str, int]]:
+    """(verb, food, where) of every "I don't eat X" in ``pred``; the emphatic forms read as 不吃."""
+    found = [(m.group("neg"), m.group("f").strip(), m.start())
+             for m in re.finditer(rf"(?P<neg>不吃|不喝|不能吃|不碰|忌)\s*{_FOOD}", pred)]
+    return found + [("不吃", m.group("f").strip(), m.start()) for rx in _EMPHATIC for m in rx.finditer(pred)]
+
+
 def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     c, p = cs[i], zh_pred(cs[i])
     if c.subject not in ("self", "with") or not p or not allowed(c, frozenset({"question", "hypothetical", "other"})):
@@ -127,14 +142,13 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.search(_LABEL, p)
     if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]):
         out.append(fact("diet", m.group("l").lower() if m.group("l").isascii() else m.group("l"), 0.85, c.text))
-    for m in re.finditer(rf"(?P<neg>不吃|不喝|不能吃|不碰|忌)\s*{_FOOD}", p):
-        food = m.group("f").strip()
-        if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[: m.start()]):
+    for neg, food, where in _refusals(p):
+        if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[:where]):
             continue
-        if allergic and m.group("neg") == "不能吃":
+        if allergic and neg == "不能吃":
             out.append(fact("allergies", food, 0.85, c.text))
         else:
-            out.append(fact("diet", f"{m.group('neg')}{' ' if food.isascii() else ''}{food}", 0.8, c.text))
+            out.append(fact("diet", f"{neg}{' ' if food.isascii() else ''}{food}", 0.8, c.text))
     for pattern in (r"对\s*(?P<a>[^,，对]{1,16}?)\s*过敏",
                     rf"^(?P<a>[{CJK}]{{1,6}}|[A-Za-z][A-Za-z ]{{1,20}}?)\s*过敏",
                     r"(?P<a>乳糖|麸质|lactose|gluten|果糖)\s*不耐受?"):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed, negated
+from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed, negated, opens_sentence
 from hmem.profile._en_self import LANG_LIST, TZ, languages_in
 from hmem.profile._lex_en import ANIMALS
 from hmem.profile._lex_zh import SURNAMES, ZH_ANIMALS, ZH_CHILD_WORDS, ZH_COUNTRIES, ZH_JOBS
@@ -57,7 +57,7 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
         (r"^(?:我的)?(?:名字|英文名字?|中文名字?|大名)(?:是|叫)\s*(?P<v>.+)$", c.bare, 0.95, c.bare.startswith("我的")),
         (r"^叫我\s*(?P<v>.+)$", c.bare, 0.85, True),
         (r"^叫(?:做)?\s*(?P<v>.+)$", p, 0.9, said_by_me),
-        (rf"^是\s*(?P<v>小?[{SURNAMES}][{CJK}]{{1,2}})$", p, 0.7, c.first and c.pred != c.bare),
+        (rf"^是\s*(?P<v>小?[{SURNAMES}][{CJK}]{{1,2}})$", p, 0.7, opens_sentence(cs, i) and c.pred != c.bare),
     ):
         if pattern.startswith(("^是", "^叫(")) and not explicit:
             continue
@@ -152,6 +152,12 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         (rf"^在\s*{_PLACE}\s*(?:工作|上班|生活|打工|创业|定居|安家|读书|上学)?(?:了|呢)?$", 0.8, True),
         (rf"^在\s*{_PLACE}\s*(?:定居|生活|安家|住)(?!过)", 0.85, True),
         (rf"^(?i:live|living)\s*(?:在|in)\s*{_PLACE}{_PLACE_END}", 0.85, False),
+        # "房子我已经在南山区租好了", "在嘉定买了一套房": a home rented or bought there
+        (rf"(?:^|房子?\s*我?\s*(?:已经|刚刚?|也)?\s*)在\s*{_PLACE}\s*(?:租|买)(?:好|下|到)?了?\s*(?:一?[套间]\s*)?(?:房子?|公寓|[一两三]居室|$)",
+         0.8, True),
+        # "我们租了 Bedok 的一个三房 HDB": the home's place before 的
+        (rf"(?:租了|买了|租下了?|买下了?)\s*{_PLACE}\s*的\s*(?:一[套间个])?\s*(?:[一两三四五]房|[一两三四]居室)?\s*"
+         rf"(?:房子?|公寓|(?i:HDB|condo|flat|apartment))", 0.8, False),
     ):
         m = re.search(pattern, p, re.IGNORECASE)
         if not m or negated(p[: m.start("p")]):

@@ -78,6 +78,11 @@ def test_demo_end_to_end_on_the_embedded_default(hmem: Runner, monkeypatch: pyte
         stats = conv["stats"]
         assert stats["summaries"] == conv["sessions"]  # every session overflowed its small buffer
         assert stats["items_by_kind"].get("turn", 0) > 0  # evicted turns were archived
+        rows = {r["key"]: r for r in conv["profile"]}
+        assert rows["name"]["held"] is True  # every stated key is a row, checked against what the user said
+        assert all(isinstance(r["held"], bool) for r in rows.values() if r["stated"] is not None)
+    liwen = {r["key"]: r for r in next(c for c in data["conversations"] if c["id"].startswith("zh_01"))["profile"]}
+    assert liwen["location"]["held"] and [h["value"] for h in liwen["location"]["history"]] == ["杭州"]  # the move
     assert len(data["questions"]) == 4
     recalled_gold = []
     for q in data["questions"]:

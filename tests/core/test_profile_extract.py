@@ -224,7 +224,70 @@ REVIEWED_SAMPLE_UPDATES = {
     ("zh_02_chenhao_shanghai", "S1:T1", S("location", "上海")),
     ("zh_02_chenhao_shanghai", "S1:T1", S("occupation", "审计")),
     ("zh_02_chenhao_shanghai", "S2:T9", S("hometown", "绍兴")),
+    # reviewed with the rules for greetings before a name, emphatic refusals, homes rented
+    # or bought, "多了一只猫 … 取名叫", "can't have <food>", "last stretch of my PhD"
+    ("en_02_daniel_training", "S6:T5", S("location", "Bath")),  # "We've rented a flat in Bath"
+    ("en_03_priya_vancouver", "S1:T1", S("occupation", "phd student")),
+    ("en_03_priya_vancouver", "S1:T1", S("major", "computational biology")),
+    ("en_03_priya_vancouver", "S1:T1", S("school", "University of Toronto")),
+    ("en_03_priya_vancouver", "S4:T11", S("diet", ("no:dairy",))),  # "I can't have dairy, and Marcus is vegan"
+    ("zh_01_liwen_shenzhen", "S2:T11", S("location", "南山区")),  # "房子我已经在南山区租好了"
+    ("zh_02_chenhao_shanghai", "S1:T1", S("name", "陈浩")),  # "你好，我是陈浩，…"
+    ("zh_02_chenhao_shanghai", "S2:T1", S("pets", ("猫: 年糕",))),
+    ("zh_02_chenhao_shanghai", "S2:T9", S("diet", ("不吃辣",))),  # "一点辣都吃不了"
+    ("en_02_daniel_training", "S6:T11", S("occupation", "lead curriculum designer")),  # "promoted me to …"
+    ("en_03_priya_vancouver", "S3:T3", S("location", "Mount Pleasant")),  # "We're renting a one-bedroom in …"
+    ("en_03_priya_vancouver", "S5:T7", S("occupation", "senior data scientist")),  # "I got promoted to …"
+    ("mixed_01_kevin_singapore", "S3:T5", S("location", "Bedok")),  # "我们租了 Bedok 的一个三房 HDB"
 }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # each rule, phrased unlike the sample conversation that asked for it
+        ("您好，我是王芳，住在南京。", {("name", "王芳"), ("location", "南京")}),
+        ("嗨，我是刘洋", {("name", "刘洋")}),
+        ("我一口肉也不吃", {("diet", ("不吃肉",))}),
+        ("我吃不了辣的", {("diet", ("不吃辣",))}),
+        ("我们在嘉定买了一套房", {("location", "嘉定")}),
+        ("我家多了一只狗！起名叫豆豆", {("pets", ("狗: 豆豆",))}),
+        ("我领养了一只猫，叫咪咪", {("pets", ("猫: 咪咪",))}),
+        ("We've just bought our own house in Leeds!", {("location", "Leeds")}),
+        ("I cannot have caffeine after 3pm", {("diet", ("no:caffeine",))}),
+        ("I can't have dairy or gluten anymore", {("diet", ("no:dairy", "no:gluten"))}),
+        ("I'm in the second year of my masters at Edinburgh.", {("occupation", "student"), ("school", "Edinburgh")}),
+        ("We're renting a two-bed flat in Leith now.", {("location", "Leith")}),
+        ("I just got promoted to head chef!", {("occupation", "head chef")}),
+        ("I'm a senior software engineer at Google.", {("occupation", "senior software engineer"), ("employer", "Google")}),
+        ("I'm a senior at Harvard.", {("occupation", "student"), ("school", "Harvard")}),
+        ("我买了浦东的一套公寓", {("location", "浦东")}),
+        # guards: another person, a question, a hypothetical, a non-food, a short stay, a non-home
+        ("对了，我是张伟的同事", set()),
+        ("他一点辣都吃不了", set()),
+        ("如果我一点辣都吃不了怎么办？", set()),
+        ("吃不了那么多", set()),
+        ("今天吃不了了", set()),
+        ("我在上海租了辆车", set()),
+        ("我朋友在成都租了房子", set()),
+        ("如果在杭州买房会不会更划算？", set()),
+        ("I can't have kids.", set()),
+        ("My brother can't have gluten.", set()),
+        ("Can I have dairy?", set()),
+        ("I rented a flat in Paris for a week in June.", set()),
+        ("My sister rented a flat in Rome.", set()),
+        ("If we rented an apartment in Madrid, would that be cheaper?", set()),
+        ("My brother is in the final year of his PhD.", set()),
+        ("If I get promoted to manager, I'll buy a car.", set()),
+        ("I hope to get promoted to manager next year.", set()),
+        ("他们租了 Bedok 的一个三房 HDB", set()),
+        ("我租了公司的一套房", set()),
+        ("我有一只猫。我朋友叫小美。", {("pets", ("猫",))}),  # the friend's name is not the cat's
+    ],
+)
+def test_rules_for_intros_refusals_homes_and_adoptions(text: str, expected: set[tuple[str, object]]) -> None:
+    found = {(key, value) for key, value, _op in _found(OfflineProfileExtractor().extract(text))}
+    assert found == expected
 
 
 def test_offline_rules_on_the_sample_conversations_only_produce_reviewed_facts() -> None:

@@ -159,7 +159,31 @@ BAD_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("category", _set("questions.0.category", "trivia"), "questions[0].category"),
     ("dup question id", _set("questions.1.id", "q1"), "questions[1].id"),
     ("speakers", _set("speakers", {"user": "Ada"}), "speakers.assistant"),
+    # the stated profile: key not canonical, twice, unknown field, no or unknown evidence, bad lists, empty value
+    ("profile key", _set("profile", [{"key": "colour", "value": "red", "evidence": ["S1:T1"]}]), "profile[0].key"),
+    ("profile dup key", _set("profile", [{"key": "name", "value": "Ada", "evidence": ["S1:T1"]}] * 2),
+     "profile[1].key"),
+    ("profile field", _set("profile", [{"key": "name", "value": "Ada", "evidence": ["S1:T1"], "why": "x"}]),
+     "profile[0].why"),
+    ("profile no evidence", _set("profile", [{"key": "name", "value": "Ada", "evidence": []}]), "profile[0].evidence"),
+    ("profile turn", _set("profile", [{"key": "name", "value": "Ada", "evidence": ["S9:T1"]}]),
+     "profile[0].evidence[0]"),
+    ("profile accept", _set("profile", [{"key": "name", "value": "Ada", "evidence": ["S1:T1"], "accept": [3]}]),
+     "profile[0].accept"),
+    ("profile value", _set("profile", [{"key": "name", "value": " ", "evidence": ["S1:T1"]}]), "profile[0].value"),
+    ("profile type", _set("profile", {"name": "Ada"}), "profile"),
 ]
+
+
+def test_stated_profile_loads_and_matches_spellings(tmp_path: Path) -> None:
+    doc = copy.deepcopy(_valid_doc())
+    doc["profile"] = [{"key": "location", "value": "Lisbon", "accept": ["Campo de Ourique"], "evidence": ["S1:T1"],
+                       "earlier": ["Manchester"]}]
+    conv, _ = load_sample_file(_write(tmp_path, doc))
+    (stated,) = conv.profile
+    assert (stated.key, stated.evidence, stated.earlier) == ("location", ("S1:T1",), ("Manchester",))
+    assert stated.matches("lisbon") and stated.matches("a flat in Campo de Ourique")
+    assert not stated.matches("Manchester") and not stated.matches(None)
 
 
 @pytest.mark.parametrize(("label", "mutate", "field"), BAD_CASES, ids=[c[0] for c in BAD_CASES])
