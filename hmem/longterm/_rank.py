@@ -16,13 +16,14 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from hmem.longterm import fusion as fz
+from hmem.longterm.dates import mentions_period
 from hmem.protocols import ScoredId
 from hmem.types import Hit, MemoryItem
 
-__all__ = ["Scored", "best_first", "boosted_scores", "fusion_rrf", "fusion_weighted", "to_hits"]
+__all__ = ["Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted", "to_hits"]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
 Scored = dict[str, tuple[float, dict[str, float]]]
@@ -51,14 +52,31 @@ def boosted_scores(
     now: datetime,
     half_life: timedelta | None,
     importance_weight: float,
+    *,
+    period: tuple[date, date] | None = None,
+    time_weight: float = 0.0,
 ) -> Scored:
-    """Each fused score multiplied by the recency factor (when ``half_life`` is given)
-    and the importance boost (when ``importance_weight`` is not 0)."""
+    """Each fused score multiplied by the recency factor (when ``half_life`` is given),
+    the importance boost (when ``importance_weight`` is not 0) and, when the question
+    names a ``period``, ``1 + time_weight`` for items said in it or referring to it
+    (:func:`~hmem.longterm.dates.mentions_period`).
+
+    >>> from datetime import UTC
+    >>> july = MemoryItem("a", "u", "Last week I went camping.", created_at=datetime(2023, 8, 3, tzinfo=UTC))
+    >>> boosted_scores({"a": 0.5}, {"a": july}, now=datetime(2024, 1, 1, tzinfo=UTC), half_life=None,
+    ...                importance_weight=0.0, period=(date(2023, 7, 1), date(2023, 7, 31)), time_weight=0.5)
+    {'a': (0.75, {'time': 1.5})}
+    """
+    if not boosts_read_items(half_life, importance_weight, period=period, time_weight=time_weight):
+        return {doc_id: (base, {}) for doc_id, base in fused.items()}  # ``items`` is not read
     scored: Scored = {}
     for doc_id, base in fused.items():
         boosts: dict[str, float] = {}
         score = base
         item = items[doc_id]
+        if period is not None and time_weight and mentions_period(item.text, item.created_at.date(), period):
+            boosts["time"] = 1.0 + time_weight
+            score *= boosts["time"]
         if half_life is not None:
             boosts["recency"] = fz.recency_factor((now - item.created_at).total_seconds(), half_life.total_seconds())
             score *= boosts["recency"]
@@ -67,6 +85,18 @@ def boosted_scores(
             score *= boosts["importance"]
         scored[doc_id] = (score, boosts)
     return scored
+
+
+def boosts_read_items(
+    half_life: timedelta | None, importance_weight: float, *, period: tuple[date, date] | None, time_weight: float
+) -> bool:
+    """Whether :func:`boosted_scores` with these knobs reads the items (to boost them);
+    when not, recall needs only the candidates' ids to rank them.
+
+    >>> boosts_read_items(None, 0.0, period=None, time_weight=0.2)
+    False
+    """
+    return half_life is not None or bool(importance_weight) or (period is not None and bool(time_weight))
 
 
 def best_first(scored: Scored) -> list[str]:

@@ -4,6 +4,8 @@ then rank them with the pure functions of :mod:`hmem.longterm._rank`. With
 ``config.feedback_rounds`` > 1, each further round searches BM25 again with the query
 expanded by the top hits' own words (:mod:`hmem.longterm.feedback`) and merges what it
 finds; a round that brings nothing new into the top ``k`` is dropped and ends the loop.
+Unless a boost reads them, the candidates' items are read only for the few hits that
+need them (:class:`_Confirmed`).
 
 Example (the store calls it so; it needs the embedding model)::
 
@@ -25,14 +27,16 @@ Example (the store calls it so; it needs the embedding model)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
-from hmem.longterm._rank import best_first, boosted_scores, fusion_rrf, fusion_weighted, to_hits
+from hmem.longterm._rank import best_first, boosted_scores, boosts_read_items, fusion_rrf, fusion_weighted, to_hits
+from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
 from hmem.longterm.types import LongTermConfig
@@ -74,66 +78,70 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
     lexical = ports.lexical.search(user_id, query, depth, allowed_ids=allowed)
-    found = ports.items.get(user_id, list(dict.fromkeys([h.id for h in dense] + [h.id for h in lexical])))
-    valid = {i: it for i, it in found.items() if it.user_id == user_id and flt.matches(it)}
+    # Recency stays a tie-breaker (a multiplier buries old evidence); a date the question
+    # names is a boost for what was said in it or about it.
+    period = query_period(query, now.date()) if config.time_weight else None
+    eager = boosts_read_items(args["half_life"], args["importance_weight"], period=period,
+                              time_weight=config.time_weight)
+    valid = _Confirmed(ports.items, user_id, flt, allowed, eager=eager)
+    valid.confirm([h.id for h in dense] + [h.id for h in lexical])
     dense = [h for h in dense if h.id in valid]
     lexical = [h for h in lexical if h.id in valid]
     if fusion == "rrf":
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
-    scored = boosted_scores(fused, valid, now, args["half_life"], args["importance_weight"])
+    boost = partial(boosted_scores, now=now, half_life=args["half_life"], importance_weight=args["importance_weight"],
+                    period=period, time_weight=config.time_weight)
+    scored = boost(fused, valid)
     order = best_first(scored)
     rounds, kept = assign_rounds({}, order[:k], 1), 1
     for round_no in range(2, config.feedback_rounds + 1):
+        valid.fetch(order[: max(k, _FEEDBACK_BACKGROUND)])  # the leads and background, in one read
         leads = _distinct_sources(order, valid, config.feedback_docs)
-        more = _feedback_search(ports, config, user_id, query, leads=leads, order=order, valid=valid, flt=flt,
+        more = _feedback_search(ports, config, user_id, query, leads=leads, order=order, valid=valid,
                                 allowed=allowed, depth=depth, k=k)
         if not more:
             break  # no expansion words, or the search found nothing besides the leads
         merged = merge_round(fused, more, config.feedback_weight, leads=leads,
                              rrf_k=config.rrf_k if fusion == "rrf" else None)
-        merged = {d: v for d, v in merged.items() if d in valid}  # drops the unfetched (see _feedback_search)
-        rescored = boosted_scores(merged, valid, now, args["half_life"], args["importance_weight"])
+        merged = {d: v for d, v in merged.items() if d in valid}  # drops the unconfirmed (see _feedback_search)
+        rescored = boost(merged, valid)
         reordered = best_first(rescored)
         if rounds.keys() >= set(reordered[:k]):
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rounds = assign_rounds(rounds, order[:k], round_no)
     if mmr_lambda is not None and order:
-        pool = order[: max(k * 3, 30)]
+        pool = valid.first(order, max(k * 3, 30))
         vecs = dict(zip(pool, ports.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
         picked = fz.mmr(pool, {d: scored[d][0] for d in pool}, vecs, k, mmr_lambda)
         for d, mmr_score in picked:
             scored[d][1]["mmr"] = mmr_score
         order = [d for d, _ in picked]
         rounds = assign_rounds(rounds, order[:k], kept)  # MMR's picks from deeper down: the last round's
-    return to_hits(order[:k], scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
+    return to_hits(valid.first(order, k), scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
 
 
 def _feedback_search(
     ports: RecallPorts, config: LongTermConfig, user_id: str, query: str, *, leads: Sequence[str],
-    order: Sequence[str], valid: dict[str, MemoryItem], flt: ItemFilter, allowed: set[str] | None, depth: int,
-    k: int,
+    order: Sequence[str], valid: _Confirmed, allowed: set[str] | None, depth: int, k: int,
 ) -> list[tuple[str, float]]:
     """BM25 (id, score) pairs, the ``leads`` left out, for ``query`` expanded by the leads'
     words against the rest of ``order``. Items met for the first time among the round's
-    ``k`` best are fetched, checked and added to ``valid``; the deeper ones are not (the
+    ``k`` best are confirmed and added to ``valid``; the deeper ones are not (the
     caller drops them after normalising): an item the first round did not find starts
     from 0, so it trails the ``k`` above it in this round and cannot reach the top ``k``
     (unless a recency or importance boost reorders them)."""
-    background = [d for d in order[:_FEEDBACK_BACKGROUND] if d not in leads]
-    terms = expansion_terms(query, [valid[d].text for d in leads], [valid[d].text for d in background],
-                            config.feedback_terms)
+    background = [it.text for d in order[:_FEEDBACK_BACKGROUND]
+                  if d not in leads and (it := valid.get(d)) is not None]  # None: deleted meanwhile
+    terms = expansion_terms(query, [valid[d].text for d in leads], background, config.feedback_terms)
     if not terms:
         return []
     extra = " ".join(terms)
     expanded = f"{query[: MAX_INDEX_CHARS - len(extra) - 1]} {extra}"
     found = [h for h in ports.lexical.search(user_id, expanded, depth, allowed_ids=allowed) if h.id not in leads]
-    unseen = [h.id for h in found[:k] if h.id not in valid]
-    if unseen:
-        fetched = ports.items.get(user_id, unseen)
-        valid.update({i: it for i, it in fetched.items() if it.user_id == user_id and flt.matches(it)})
+    valid.confirm(h.id for h in found[:k])
     return [(h.id, h.score) for h in found]
 
 
@@ -143,13 +151,86 @@ def _distinct_sources(order: Sequence[str], valid: Mapping[str, MemoryItem], n: 
     out: list[str] = []
     sources: set[str] = set()
     for d in order:
-        source = valid[d].source_message_id or d
+        item = valid.get(d)
+        if item is None:
+            continue  # deleted since it was confirmed
+        source = item.source_message_id or d
         if source not in sources:
             sources.add(source)
             out.append(d)
             if len(out) == n:
                 break
     return out
+
+
+class _Confirmed(Mapping[str, MemoryItem]):
+    """The candidates the item store confirms (the user's, matching the filter: indexes
+    may still hold deleted items), and their items, read from the store when first needed.
+
+    Ranking needs only the ids unless a boost reads the items (``eager``: each is read
+    when confirmed). A deep recall (``Memory.context``: ~1,300 candidates at 10k items)
+    shows a few hundred, and decoding every candidate's row was a third of its time.
+    ``in`` answers from the confirmed ids; reading an item deleted since its confirmation
+    drops it (``KeyError``, ``get`` gives None), as if the indexes had not returned it.
+    """
+
+    def __init__(
+        self, store: ItemStore, user_id: str, flt: ItemFilter, allowed: set[str] | None, *, eager: bool
+    ) -> None:
+        self._store, self._user, self._flt, self._allowed, self._eager = store, user_id, flt, allowed, eager
+        self._ids: set[str] = set()
+        self._checked: set[str] = set()
+        self._items: dict[str, MemoryItem] = {}
+
+    def confirm(self, ids: Iterable[str]) -> None:
+        """Check the ids not checked yet; keep those the store holds for the user under the filter."""
+        new = [d for d in dict.fromkeys(ids) if d not in self._checked]
+        if not new:
+            return
+        self._checked.update(new)
+        if self._eager:
+            self._read(new)
+            self._ids.update(d for d in new if d in self._items)
+        elif self._allowed is not None:  # the filter's ids, read at the start of this recall
+            self._ids.update(d for d in new if d in self._allowed)
+        else:
+            self._ids |= self._store.find_ids(self._user, ItemFilter(ids=frozenset(new)))
+
+    def fetch(self, ids: Iterable[str]) -> None:
+        """Read the items of the confirmed ``ids`` not read yet, in one call."""
+        missing = [d for d in dict.fromkeys(ids) if d in self._ids and d not in self._items]
+        if missing:
+            self._read(missing)
+            self._ids.difference_update(d for d in missing if d not in self._items)
+
+    def first(self, order: Sequence[str], n: int) -> list[str]:
+        """The first ``n`` ids of ``order`` whose items are still there, read."""
+        out: list[str] = []
+        start = 0
+        while len(out) < n and start < len(order):
+            batch = order[start : start + n - len(out)]
+            self.fetch(batch)
+            out += [d for d in batch if d in self._items]
+            start += len(batch)
+        return out
+
+    def _read(self, ids: Sequence[str]) -> None:
+        found = self._store.get(self._user, ids)
+        self._items.update({i: it for i, it in found.items() if it.user_id == self._user and self._flt.matches(it)})
+
+    def __getitem__(self, doc_id: str) -> MemoryItem:
+        if doc_id not in self._items:
+            self.fetch([doc_id])
+        return self._items[doc_id]
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._ids
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
 
 
 def _dense(

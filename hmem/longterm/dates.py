@@ -47,7 +47,8 @@ from hmem.errors import InvalidInput
 from hmem.longterm._date_calc import Granularity, find
 from hmem.longterm._date_rules import RULES, TRIGGER
 
-__all__ = ["MONTH_NAMES", "DateSpan", "Granularity", "date_keys", "day_key", "resolve_dates"]
+__all__ = ["MONTH_NAMES", "DateSpan", "Granularity", "date_keys", "day_key", "mentions_period", "query_period",
+           "resolve_dates"]
 
 #: English month names of the index keys: fixed, so keys never depend on the locale.
 MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -155,3 +156,35 @@ def date_keys(spans: Iterable[DateSpan]) -> list[str]:
                                field="spans")
         out.update(dict.fromkeys(_keys(span)))
     return list(out)
+
+
+def query_period(query: str, today: date) -> tuple[date, date] | None:
+    """The days a question asks about, first to last (inclusive), or None when it names no
+    date. Relative words count from ``today`` (the day of the question).
+
+    >>> query_period("What did Mel paint in July 2023?", date(2024, 1, 5))
+    (datetime.date(2023, 7, 1), datetime.date(2023, 7, 31))
+    >>> query_period("What does Mel like?", date(2024, 1, 5)) is None
+    True
+    """
+    spans = resolve_dates(query, today)
+    if not spans:
+        return None
+    return min(s.start for s in spans), max(s.end for s in spans)
+
+
+def mentions_period(text: str, said_on: date, period: tuple[date, date]) -> bool:
+    """True when a turn said on ``said_on`` falls in ``period``, or refers to a date in
+    it ("last week I went camping", said early in August, is about July).
+
+    >>> july = (date(2023, 7, 1), date(2023, 7, 31))
+    >>> mentions_period("Last week I went camping.", date(2023, 8, 3), july)
+    True
+    >>> mentions_period("I went camping.", date(2023, 8, 3), july)
+    False
+    """
+    first, last = period
+    if first <= said_on <= last:
+        return True
+    return any(s.start <= last and s.end >= first for s in resolve_dates(text, said_on))
+

@@ -67,6 +67,11 @@ class LongTermConfig:
     dropped and ends the loop. :attr:`Hit.round <hmem.types.Hit.round>` says which round
     found each hit. Two rounds are the default: LoCoMo R@10 +2.0 on the conversations the
     knobs were chosen on, +1.2 on the others (docs/longterm.md).
+
+    ``time_weight``: when the question names a date ("in July 2023", "last week", 上个月),
+    items said in that period or referring to it (their resolved relative dates) score
+    ``1 + time_weight`` times more (``Hit.boosts["time"]``); 0 turns it off. A boost, not a
+    filter, and no recency multiplier: old evidence is never buried.
     """
 
     near_duplicate_threshold: float | None = 0.95
@@ -84,6 +89,7 @@ class LongTermConfig:
     feedback_docs: int = 3
     feedback_terms: int = 8
     feedback_weight: float = 0.2
+    time_weight: float = 0.2
 
     def __post_init__(self) -> None:
         t = self.near_duplicate_threshold
@@ -100,6 +106,9 @@ class LongTermConfig:
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
         self._check_feedback()
+        w = self.time_weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 10.0:
+            raise ConfigError(f"time_weight must be a number in [0, 10] (0 = off), got {w!r}")
 
     def _check_feedback(self) -> None:
         for name, low, high in (("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),

@@ -90,13 +90,21 @@ class MemoryItemStore:
     def find(self, user_id: str, flt: ItemFilter | None = None, *, limit: int | None = None) -> list[MemoryItem]:
         check_id(user_id, "user_id")
         flt = flt or ItemFilter()
-        with self._lock:
-            found = [it for it in self._items.get(user_id, {}).values() if flt.matches(it)]
+        found = self._matching(user_id, flt)
         found.sort(key=lambda it: (it.created_at, it.id))
         return found if limit is None else found[:limit]
 
     def find_ids(self, user_id: str, flt: ItemFilter | None = None) -> set[str]:
-        return {it.id for it in self.find(user_id, flt)}
+        check_id(user_id, "user_id")
+        return {it.id for it in self._matching(user_id, flt or ItemFilter())}
+
+    def _matching(self, user_id: str, flt: ItemFilter) -> list[MemoryItem]:
+        with self._lock:
+            mine = self._items.get(user_id, {})
+            # With ids, look those up instead of testing every item (recall confirms its
+            # candidates so).
+            pool = mine.values() if flt.ids is None else [mine[i] for i in flt.ids if i in mine]
+            return [it for it in pool if flt.matches(it)]
 
     def find_duplicate(self, user_id: str, kind: str, text: str) -> MemoryItem | None:
         check_id(user_id, "user_id")
