@@ -7,7 +7,10 @@ Imports nothing from hmem; :mod:`hmem.types` re-exports every public name.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
+
+if TYPE_CHECKING:  # for the annotation only: hmem.types imports this module
+    from hmem.types import Hit
 
 __all__ = [
     "STOP_REASONS",
@@ -129,9 +132,12 @@ class AssemblyReport:
 class AssembledContext:
     """A prompt ready for ``client.chat.completions.create(messages=ctx.messages)``.
 
-    ``tokens`` is ``tokenizer.count_messages`` of exactly these messages.
+    ``tokens`` is ``tokenizer.count_messages`` of exactly these messages. ``recalled``
+    are the recall candidates the assembler weighed, best first, with their ranks and
+    scores (the report's ``"recalled"`` items name them by ``item.id``).
     """
 
     messages: list[dict[str, Any]]
     tokens: int
     report: AssemblyReport
+    recalled: tuple[Hit, ...] = ()

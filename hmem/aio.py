@@ -244,6 +244,9 @@ class AsyncMemory:
     async def session_infos(self, user_id: str) -> list[SessionInfo]:
         return await _run(self._sync.session_infos, user_id)
 
+    async def users(self) -> list[str]:
+        return await _run(self._sync.users)
+
     async def export_user(self, user_id: str, path: str | os.PathLike[str]) -> int:
         return await _run(self._sync.export_user, user_id, path)
 

@@ -92,6 +92,10 @@ class SessionStore(Protocol):
         """The user's sessions, most recently updated first."""
         ...
 
+    def list_users(self) -> list[str]:
+        """Every user id with at least one live session, sorted (an operator's view: O(users))."""
+        ...
+
     def close(self) -> None: ...
 
 

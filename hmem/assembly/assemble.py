@@ -242,6 +242,7 @@ def assemble(
         messages=[m.to_openai() for m in final],
         tokens=total,
         report=summarize(report, total, limit, cap_tokens, truncated, stopped),
+        recalled=tuple(hits),
     )
 
 

@@ -24,12 +24,11 @@ from hmem.cli.common import (
     non_negative_int,
     open_memory,
     positive_int,
-    profile_entry_to_dict,
     read_json_file,
     read_text_arg,
     short,
 )
-from hmem.cli.views import context_to_dict, render_context, table, text
+from hmem.cli.views import context_to_dict, render_context, session_view, table, text
 from hmem.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -193,33 +192,11 @@ def run_recall(args: argparse.Namespace) -> int:
 
 
 def run_inspect(args: argparse.Namespace) -> int:
-    from hmem.tokens import get_tokenizer
     from hmem.types import check_id
 
-    user, session = check_id(args.user, "user_id"), check_id(args.session, "session_id")
+    user, session = check_id(args.user, "user_id"), check_id(args.session, "session_id")  # before opening a store
     with open_memory(args) as mem:
-        tokenizer = get_tokenizer(mem.options.model)
-        buffer = mem.history(user, session)
-        summary = mem.summary(user, session)
-        profile = mem.profile.all(user)
-        items = mem.items(user, session_id=session)
-        stats = mem.stats(user)
-    data = {
-        "user_id": user,
-        "session_id": session,
-        "tokenizer": tokenizer.name,
-        "buffer": [
-            {**m.to_openai(include_meta=True), "tokens": tokenizer.count_message(m)} for m in buffer
-        ],
-        "buffer_tokens": tokenizer.count_messages(buffer) if buffer else 0,
-        "summary": None if summary is None else {
-            "text": summary.text, "method": summary.method, "covers_until": summary.covers_until,
-            "folded_count": summary.folded_count, "tokens": summary.tokens, "updated_at": summary.updated_at,
-        },
-        "profile": [profile_entry_to_dict(e) for e in profile],
-        "items": [item_to_dict(i) for i in items],
-        "stats": stats,
-    }
+        data = session_view(mem, user, session)
     Output(args.json).emit(data, lambda console: _render_inspect(console, data))
     return 0
 

@@ -27,10 +27,12 @@ from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.memory import Memory
 from hmem.server.auth import AuthGate, KeyRing, user_guard
+from hmem.server.docs import install_offline_docs
 from hmem.server.errors import BodySizeLimit, install_error_handlers
 from hmem.server.health import build_health_router
 from hmem.server.proxy import ProxyOptions, build_proxy_router
 from hmem.server.routes import build_router
+from hmem.server.ui import mount_ui
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "ServerOptions", "create_app"]
 
@@ -78,12 +80,15 @@ def create_app(
 
     # No trailing-slash redirects: Starlette builds their Location from the client's Host
     # header (an open redirect); a path with a stray "/" is simply 404.
-    app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION, redirect_slashes=False)
+    app = FastAPI(title="hmem", version=__version__, description=DESCRIPTION, redirect_slashes=False,
+                  docs_url=None, redoc_url=None)  # the docs pages come from installed assets, not a CDN
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=opts.max_body_bytes)
     app.add_middleware(AuthGate, keyring=keyring)  # added last = runs first: no body is read before auth
     app.include_router(build_health_router(memory, opts.readiness_timeout_s))
     app.include_router(build_router(memory, user_guard(keyring)))
+    install_offline_docs(app, "hmem")
+    mount_ui(app, memory, keyring)  # after the error handlers: it adds HTML pages for /ui paths
     if proxy is not None:
         proxy_router, upstream = build_proxy_router(memory, keyring, proxy)
         app.include_router(proxy_router)

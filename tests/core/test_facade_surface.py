@@ -23,7 +23,7 @@ from hmem.protocols import ProfileStore
 PUBLIC = {
     "open", "from_settings", "profile", "options",
     "add", "context", "remember", "recall", "forget", "forget_user", "items", "retrieve",
-    "history", "summary", "set_system_prompt", "clear_session", "sessions_of", "session_infos",
+    "history", "summary", "set_system_prompt", "clear_session", "sessions_of", "session_infos", "users",
     "export_user", "import_user", "stats", "readiness", "warm_up", "flush", "close",
 }
 

@@ -209,5 +209,11 @@ class MemorySessionStore:
         infos.sort(key=lambda i: (i.updated_at, i.session_id), reverse=True)
         return infos
 
+    def list_users(self) -> list[str]:
+        with self._lock:
+            now = self._clock()
+            return sorted(user for user, sessions in list(self._users.items())
+                          if any(self._live((user, sid), now) is not None for sid in list(sessions)))
+
     def close(self) -> None:
         """Nothing to release; the data stays readable until the object is dropped."""

@@ -201,6 +201,14 @@ class SqliteSessionStore:
             ).fetchall()
         return [SessionInfo(r[0], int(r[1]), int(r[2]), from_seconds(r[3])) for r in rows]
 
+    def list_users(self) -> list[str]:
+        cutoff = -float("inf") if self._ttl is None else self._clock() - self._ttl
+        with _errors(self._db), self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT user_id FROM hmem_sessions WHERE updated_at > ? ORDER BY user_id", (cutoff,)
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def purge_expired(self) -> int:
         """Delete every expired session of every user now; the number removed."""
         if self._ttl is None:

@@ -252,6 +252,29 @@ class SessionStoreContract:
         assert infos[0].updated_at > infos[1].updated_at > infos[2].updated_at
         assert abs(infos[0].updated_at - datetime.now(UTC)) < timedelta(days=3650)
 
+    def test_list_users_names_every_user_with_a_session_once(self, store: SessionStore) -> None:
+        assert store.list_users() == []
+        # Ids with the characters key layouts escape or glob on (: { } % * ? [ ] \\), CJK, a space.
+        awkward = ["we}ird:id", "{brace", "100%", "star*?", "[set]", "back\\slash", "用户", "a b"]
+        for user in [*awkward, "alice", "bob"]:
+            store.append(user, "s1", [msg(1)])
+            store.append(user, "s2", [msg(2)])
+        assert store.list_users() == sorted([*awkward, "alice", "bob"])
+        store.delete("bob", "s1")
+        assert "bob" in store.list_users()  # one session left
+        store.delete("bob", "s2")
+        store.replace("alice", "s1", [], 1)  # an emptied session still exists
+        assert store.list_users() == sorted([*awkward, "alice"])
+
+    def test_list_users_forgets_users_whose_sessions_expired(self, backend: SessionBackend) -> None:
+        store = backend.make(backend.ttl)
+        store.append("old", "s1", [msg(1)])
+        backend.advance(backend.ttl / 2)
+        store.append("new", "s1", [msg(1)])
+        assert store.list_users() == ["new", "old"]
+        backend.advance(backend.ttl / 2 + 0.2)
+        assert store.list_users() == ["new"]
+
     # -- TTL on inactivity ---------------------------------------------------------------------
 
     def test_ttl_expires_inactive_sessions_and_writes_refresh_it(self, backend: SessionBackend) -> None:
