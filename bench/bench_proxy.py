@@ -7,14 +7,18 @@ assemble, forward, store the reply); the proxy is a real uvicorn on loopback. Ea
 round sends a new user turn both ways (direct first, then through the proxy) with an
 ``httpx.Client``; p50/p95 over the rounds. Filler items get seeded vectors
 (see ``bench_memory.BenchEmbedder``); every query is embedded by the real model.
+``--pause-ms`` waits between rounds, as a user reads and types: the proxy stores each
+reply after the answer went out, and back to back the next round waits for that write.
 
     .venv/bin/python bench/bench_proxy.py                     # 10k items, 200 rounds
     .venv/bin/python bench/bench_proxy.py --items 1000 --rounds 50
+    .venv/bin/python bench/bench_proxy.py --pause-ms 500        # think time between turns
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -49,6 +53,10 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=10_000, help="long-term items of the user")
     parser.add_argument("--rounds", type=int, default=200, help="requests each way")
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first")
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="unmeasured pause after each round")
+    parser.add_argument("--compare-deferred", action="store_true",
+                        help="also a proxy with defer_reply_store=True (reply stored after the answer), "
+                             "same memory, own session, interleaved round by round")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a Settings override, e.g. extraction=background (repeatable)")
     args = parser.parse_args()
@@ -68,18 +76,34 @@ def main() -> int:
             emb.fake = False
             print(f"filled {parts.longterm.count(USER):,} items in {fill_s:.0f} s")
             upstream.respond_with(lambda request: upstream_reply(rng))
-            app = create_app(memory, settings, proxy=ProxyOptions(upstream=upstream.base_url))
-            with serve_in_thread(app) as url, httpx.Client(timeout=60) as http:
-                direct, proxied = run(http, upstream.base_url, url + "/v1", args.rounds, args.warmup, rng=rng)
+            variants = {"through the hmem proxy": False}
+            if args.compare_deferred:
+                variants["through the proxy, reply stored after the answer (--defer-reply-store)"] = True
+            with contextlib.ExitStack() as stack:
+                urls = {name: stack.enter_context(serve_in_thread(create_app(memory, settings, proxy=ProxyOptions(
+                    upstream=upstream.base_url, defer_reply_store=defer)))) + "/v1"
+                    for name, defer in variants.items()}
+                http = stack.enter_context(httpx.Client(timeout=60))
+                direct, proxied = run(http, upstream.base_url, urls, args.rounds, args.warmup, rng=rng,
+                                      pause_s=args.pause_ms / 1000)
         finally:
             memory.close()
-    overhead = [p - d for d, p in zip(direct, proxied, strict=True)]
-    print(f"\n{args.rounds} rounds at {count:,} items per user, settings {overrides or 'default'}\n")
+    print(f"\n{args.rounds} rounds at {count:,} items per user, settings {overrides or 'default'}, "
+          f"pause {args.pause_ms:g} ms\n")
     print("| path | p50 ms | p95 ms |")
     print("| --- | --- | --- |")
     print(f"| upstream directly | {ms(direct, 50):.1f} | {ms(direct, 95):.1f} |")
-    print(f"| through the hmem proxy | {ms(proxied, 50):.1f} | {ms(proxied, 95):.1f} |")
-    print(f"| overhead (paired) | {statistics.median(overhead) * 1000:.1f} | {ms(overhead, 95):.1f} |")
+    for name, (times, _) in proxied.items():
+        overhead = [p - d for d, p in zip(direct, times, strict=True)]
+        print(f"| {name} | {ms(times, 50):.1f} | {ms(times, 95):.1f} |")
+        print(f"| overhead (paired) | {statistics.median(overhead) * 1000:.1f} | {ms(overhead, 95):.1f} |")
+    print("\nwhere the proxy's time went (its Server-Timing header), p50 / p95 ms:\n")
+    names = list(next(iter(proxied.values()))[1])
+    print("| path | " + " | ".join(names) + " |")
+    print("| --- " * (len(names) + 1) + "|")
+    for name, (_, spans) in proxied.items():
+        cells = [f"{ms(spans[n], 50):.1f} / {ms(spans[n], 95):.1f}" for n in names]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
 
@@ -87,24 +111,40 @@ def upstream_reply(rng: random.Random) -> ScriptedReply:
     return ScriptedReply("text", sentence(rng))
 
 
-def run(http: httpx.Client, direct_url: str, proxy_url: str, rounds: int, warmup: int, *,
-        rng: random.Random) -> tuple[list[float], list[float]]:
+Timings = tuple[list[float], dict[str, list[float]]]  # wall times; Server-Timing spans by name (seconds)
+
+
+def run(http: httpx.Client, direct_url: str, proxy_urls: dict[str, str], rounds: int, warmup: int, *,
+        rng: random.Random, pause_s: float = 0.0) -> tuple[list[float], dict[str, Timings]]:
+    """Each round: the upstream directly, then every proxy (own session each; the order
+    rotates per round). Each proxy's new user message gets its own suffix: the embedder's
+    cache must not let one proxy reuse the vectors another one just computed."""
     direct: list[float] = []
-    proxied: list[float] = []
+    proxied: dict[str, Timings] = {name: ([], {}) for name in proxy_urls}
     chat: list[dict[str, str]] = []
     for i in range(warmup + rounds):
         chat = [*chat[-8:], {"role": "user", "content": question(rng)}]
         body = {"model": "gpt-4o-mini", "max_tokens": 2000, "user": USER, "messages": chat}
         t0 = time.perf_counter()
         http.post(f"{direct_url}/chat/completions", json=body).raise_for_status()
-        t1 = time.perf_counter()
-        answer = http.post(f"{proxy_url}/chat/completions", json=body, headers={"X-Hmem-Session": "live"})
-        t2 = time.perf_counter()
-        answer.raise_for_status()
-        chat.append({"role": "assistant", "content": answer.json()["choices"][0]["message"]["content"]})
         if i >= warmup:
-            direct.append(t1 - t0)
-            proxied.append(t2 - t1)
+            direct.append(time.perf_counter() - t0)
+        content = ""
+        order = list(enumerate(proxy_urls.items()))
+        for n, (name, url) in order[i % len(order):] + order[:i % len(order)]:
+            own = {**body, "messages": [*chat[:-1], {"role": "user", "content": f"{chat[-1]['content']} ({n})"}]}
+            t1 = time.perf_counter()
+            answer = http.post(f"{url}/chat/completions", json=own, headers={"X-Hmem-Session": f"live{n}"})
+            t2 = time.perf_counter()
+            answer.raise_for_status()
+            content = content or answer.json()["choices"][0]["message"]["content"]
+            if i >= warmup:
+                proxied[name][0].append(t2 - t1)
+                for part in answer.headers["server-timing"].split(","):
+                    span, _, dur = part.strip().partition(";dur=")
+                    proxied[name][1].setdefault(span, []).append(float(dur) / 1000)
+        chat.append({"role": "assistant", "content": content})
+        time.sleep(pause_s)
     return direct, proxied
 
 

@@ -3,8 +3,9 @@
 Over stdio (the default) the client starts ``hmem mcp --user U`` itself and every
 call acts for ``U`` (``--user`` or ``HMEM_MCP_USER``). Over streamable HTTP
 (``--transport http``, endpoint ``/mcp``) each request's key decides: ``HMEM_API_KEYS``
-entries ``KEY:USER`` act as ``USER``, a key bound to no user acts as ``--user`` (403
-without one). Without keys the HTTP server binds to loopback only, as ``hmem serve``.
+entries ``KEY:USER`` act as ``USER``, a key bound to no user acts as the user named in
+the ``X-Hmem-User`` header, else as ``--user`` (403 without one). Without keys the
+HTTP server binds to loopback only, as ``hmem serve``.
 Settings come from ``HMEM_*`` as for every command; ``--data`` overrides the folder.
 
 Example::

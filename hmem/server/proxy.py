@@ -11,12 +11,17 @@ An application changes only its ``base_url``. For each request the proxy
 4. forwards every other field unchanged to ``{upstream}/chat/completions`` with the
    caller's ``X-Upstream-Key`` or the configured key;
 5. returns the answer (streamed chunk by chunk with ``stream=true``) and stores the
-   assistant reply, tool calls included, once it is complete.
+   assistant reply, tool calls included, once it is complete: by default after the
+   answer went out (:mod:`hmem.server._proxy_store`), so the caller does not wait for
+   it; the session's next request waits for it instead, so history keeps its order.
 
 Upstream failures come back with the upstream's status (a timeout as 504, an
 unreachable upstream as 502) in hmem's error shape; a stream that breaks off ends
 with an ``error`` event and stores no reply. ``X-Hmem-Budget`` carries the context's
-tokens per tier; the upstream's ``usage`` passes through untouched.
+tokens per tier; ``Server-Timing`` says where the request's time went (``parse`` the
+body, ``wait`` for the session's previous reply write, ``store`` the turn, ``context``,
+``upstream`` until its answer or its stream's headers, ``reply`` to hand the answer to
+the writer); the upstream's ``usage`` passes through untouched.
 
 Example::
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -39,8 +45,9 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from hmem.aio import AsyncMemory
-from hmem.errors import ConfigError, DuplicateId, InvalidInput
+from hmem.errors import ConfigError, InvalidInput
 from hmem.memory import Memory
+from hmem.server._proxy_store import ReplyWriter, store_once
 from hmem.server._proxy_turns import StreamedReply, budget_header, new_turn, reply_message, system_prompt_of
 from hmem.server.auth import KeyRing, _bearer, authenticate
 from hmem.server.errors import error_response
@@ -53,17 +60,26 @@ DEFAULT_SESSION = "default"
 SESSION_HEADER = "X-Hmem-Session"
 BUDGET_HEADER = "X-Hmem-Budget"
 UPSTREAM_KEY_HEADER = "X-Upstream-Key"
+_SPANS = ("parse", "wait", "store", "context", "upstream", "reply")  # Server-Timing, in order
 
 
 @dataclass(frozen=True)
 class ProxyOptions:
     """Where the proxy forwards to: ``upstream`` is an OpenAI-compatible base URL
-    (``…/v1``); ``api_key`` is used when the caller sends no ``X-Upstream-Key``."""
+    (``…/v1``); ``api_key`` is used when the caller sends no ``X-Upstream-Key``.
+
+    ``defer_reply_store``: store the assistant reply after the answer is sent, saving
+    about one ``add()`` per answer (the next request of the session waits for it in this
+    process). Off by default: an answered reply is then stored before the answer goes
+    out, so a crash cannot lose it and several hmem instances serving one session (e.g.
+    round-robin over a shared Redis) keep its order. Turn it on for one instance per
+    session when latency matters more (``hmem serve --defer-reply-store``)."""
 
     upstream: str
     api_key: str | None = None
     timeout_s: float = 120.0
     connect_timeout_s: float = 10.0
+    defer_reply_store: bool = False
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -73,10 +89,25 @@ class ProxyOptions:
             raise ConfigError("proxy timeouts must be positive")
 
 
-def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) -> tuple[APIRouter, _Upstream]:
-    """The ``/v1/chat/completions`` route and its upstream client (close it on shutdown)."""
+class _Resources:
+    """What the route holds beyond a request: the upstream client and the reply writer."""
+
+    def __init__(self, upstream: _Upstream, writer: ReplyWriter) -> None:
+        self.upstream = upstream
+        self.writer = writer
+
+    async def aclose(self) -> None:
+        """Finish the pending reply writes, then close the upstream client."""
+        await self.writer.aclose()
+        await self.upstream.aclose()
+
+
+def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) -> tuple[APIRouter, _Resources]:
+    """The ``/v1/chat/completions`` route and what it holds (``aclose()`` it on shutdown:
+    pending reply writes finish, the upstream client closes)."""
     amem = AsyncMemory(memory)
     upstream = _Upstream(options)
+    writer = ReplyWriter(amem)
     r = APIRouter(tags=["proxy"])
 
     @r.post("/v1/chat/completions", response_model=None)
@@ -87,6 +118,7 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         x_upstream_key: Annotated[str | None, Header()] = None,
     ) -> Response:
         """OpenAI chat completions with hmem's memory (see the module docs)."""
+        started = time.perf_counter()
         principal = authenticate(keyring, credentials)
         body = await _json_body(request)
         user = _user_of(principal.user_id, body.get("user"))
@@ -94,24 +126,43 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         messages = body.get("messages")
         turn = new_turn(messages, session)  # type: ignore[arg-type]  # new_turn checks the shape
         reserve = _reply_reserve(body)  # checked before anything is stored
-        await _store(amem, user, session, turn)
+        marks = [time.perf_counter()]
+        await writer.settled(user, session)  # the previous reply first: history keeps its order
+        marks.append(time.perf_counter())
+        await store_once(amem, user, session, turn)
+        marks.append(time.perf_counter())
         ctx = await amem.context(user, session, model=_model(body), reply_reserve=reserve,
                                  system_prompt=system_prompt_of(messages))  # type: ignore[arg-type]
+        marks.append(time.perf_counter())
         headers = {BUDGET_HEADER: budget_header(ctx.report.to_dict()), SESSION_HEADER: session}
         forward = {**body, "messages": ctx.messages}
         key = x_upstream_key or options.api_key or (None if keyring.enabled else _bearer_token(credentials))
         reply_id = f"{turn[-1]['id']}-reply"
+
+        async def keep(message: dict[str, Any]) -> None:
+            if options.defer_reply_store:
+                writer.schedule(user, session, message)
+            else:
+                await store_once(amem, user, session, [message])
+
+        def timed(response: Response) -> Response:
+            marks.append(time.perf_counter())
+            spans = zip(_SPANS, (started, *marks), marks, strict=False)
+            response.headers["Server-Timing"] = ", ".join(f"{n};dur={(b - a) * 1000:.1f}" for n, a, b in spans)
+            return response
+
         if forward.get("stream") is True:
-            return await upstream.stream(forward, key, headers, lambda m: _store(amem, user, session, [m]), reply_id)
+            return timed(await upstream.stream(forward, key, headers, keep, reply_id))
         status, answer = await upstream.complete(forward, key)
+        marks.append(time.perf_counter())
         if status >= 400:
-            return _upstream_error(status, answer)
+            return timed(_upstream_error(status, answer))
         message = reply_message(answer, reply_id)
         if message is not None:
-            await _store(amem, user, session, [message])
-        return JSONResponse(answer, headers=headers)
+            await keep(message)
+        return timed(JSONResponse(answer, headers=headers))
 
-    return r, upstream
+    return r, _Resources(upstream, writer)
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -163,18 +214,6 @@ def _reply_reserve(body: dict[str, Any]) -> int | None:
 
 def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str | None:
     return credentials.credentials if credentials is not None else None
-
-
-async def _store(amem: AsyncMemory, user: str, session: str, messages: list[dict[str, Any]]) -> None:
-    """Append ``messages``; ids already stored (a retry) are skipped one by one."""
-    try:
-        await amem.add(user, session, messages)
-    except DuplicateId:
-        for m in messages:
-            try:
-                await amem.add(user, session, [m])
-            except DuplicateId:
-                continue
 
 
 def _upstream_error(status: int, answer: Any, kind: str = "upstream_error") -> JSONResponse:
@@ -240,8 +279,9 @@ class _Upstream:
 
 
 async def _relay(response: httpx.Response, store: Any, reply_id: str) -> AsyncIterator[bytes]:
-    """Pass events through as they arrive; store the reply just before ``[DONE]`` so the
-    client's next request already sees it; a broken stream ends with an error event."""
+    """Pass events through as they arrive; hand the reply to ``store`` just before
+    ``[DONE]`` (it schedules the write, or stores it when writes are not deferred), so
+    the client's next request sees it; a broken stream ends with an error event."""
     reply = StreamedReply()
     event: list[str] = []
     problem = "the upstream closed the stream before it finished"

@@ -28,12 +28,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import httpx2  # the SDK's HTTP client, installed with mcp
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
 from hmem.config import Settings
 from hmem.memory import Memory
+from tests.integration.mcp_fixtures import error_text as _error_text
+from tests.integration.mcp_fixtures import mcp_http_client
+from tests.integration.mcp_fixtures import structured as _structured
 
 pytestmark = pytest.mark.integration
 
@@ -48,17 +49,6 @@ def _env(data: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMEM_")}
     env.update({"HMEM_DATA_DIR": str(data), "HMEM_VECTORS": "memory", "HF_HUB_OFFLINE": "1", **extra})
     return env
-
-
-def _structured(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    data: dict[str, Any] = result.structured_content
-    return data
-
-
-def _error_text(result: Any) -> str:
-    assert result.is_error, result.structured_content
-    return " ".join(getattr(c, "text", "") for c in result.content)
 
 
 async def _resource(client: Client, uri: str) -> dict[str, Any]:
@@ -231,11 +221,7 @@ def _http_server(data: Path, *args: str) -> Iterator[str]:
 
 @asynccontextmanager
 async def _http_client(url: str, key: str | None) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http,
-        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
-    ):
+    async with mcp_http_client(url, key) as client:
         yield client
 
 
