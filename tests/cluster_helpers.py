@@ -13,15 +13,17 @@ cluster_client_prefix``); pytest puts ``tests/`` on ``sys.path``.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import secrets
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from redis.cluster import RedisCluster
 from hmem.backends.redis.client import connect_redis
 
 NODES = 6
+_ARGV: dict[int, list[str]] = {}  # port -> how its redis-server was started (for restart_node)
 _BUS_OFFSET = 10000  # Redis Cluster's node-to-node bus listens on port + 10000
 _START_TIMEOUT_S = 30.0
 
@@ -42,6 +45,8 @@ class ClusterInfo:
     ports: tuple[int, ...]
     url: str
     startup_seconds: float
+    #: port -> its redis-server process, for the failover tests (:func:`kill_node`)
+    processes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _port_free(port: int) -> bool:
@@ -98,16 +103,18 @@ def running_cluster() -> Iterator[ClusterInfo]:
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="hmem-cluster-"))
     ports = free_ports(NODES)
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: dict[int, subprocess.Popen[bytes]] = {}
     try:
         for port in ports:
-            procs.append(subprocess.Popen(
-                ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-                 "--cluster-config-file", str(workdir / f"nodes-{port}.conf"), "--cluster-node-timeout", "2000",
-                 "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", str(workdir),
-                 "--logfile", str(workdir / f"redis-{port}.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            ))
+            argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                    "--cluster-config-file", str(workdir / f"nodes-{port}.conf"), "--cluster-node-timeout", "2000",
+                    "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", str(workdir),
+                    # replicas sync at once (default: 5 s later); a replica that never synced cannot take over
+                    "--repl-diskless-sync-delay", "0",
+                    "--enable-debug-command", "local",  # lag_replicas uses DEBUG SLEEP
+                    "--logfile", str(workdir / f"redis-{port}.log")]
+            procs[port] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            _ARGV[port] = argv
         deadline = time.monotonic() + _START_TIMEOUT_S
         for port in ports:
             _wait(f"redis-server on port {port}", lambda p=port: _cli(p, "ping").strip() == "PONG", deadline)
@@ -119,17 +126,120 @@ def running_cluster() -> Iterator[ClusterInfo]:
         if created.returncode != 0:
             raise RuntimeError(f"redis-cli --cluster create failed: {created.stdout[-2000:]} {created.stderr[-2000:]}")
         _wait("cluster_state:ok and one slot map on every node", lambda: _slot_maps_agree(ports), deadline)
-        yield ClusterInfo(tuple(ports), f"redis://127.0.0.1:{ports[0]}/0", time.monotonic() - started)
+        _wait("every replica in sync with its master", lambda: all(map(_replica_synced, ports)), deadline)
+        yield ClusterInfo(tuple(ports), f"redis://127.0.0.1:{ports[0]}/0", time.monotonic() - started, procs)
     finally:
-        for proc in procs:
+        for proc in procs.values():  # restart_node may have replaced some
             proc.terminate()
-        for proc in procs:
+        for proc in procs.values():
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _replica_synced(port: int) -> bool:
+    """True for a master, or a replica whose link to its master is up."""
+    info = _cli(port, "info", "replication")
+    return "role:master" in info or "master_link_status:up" in info
+
+
+def _masters_with_slots(port: int) -> dict[int, str]:
+    """port -> slot ranges of every master holding slots, as the node on ``port`` sees it
+    (a failed master keeps its slots here until its replica takes them over)."""
+    owners: dict[int, str] = {}
+    for line in _cli(port, "cluster", "nodes").splitlines():
+        parts = line.split()
+        if len(parts) > 8 and "master" in parts[2]:
+            owners[int(parts[1].split("@")[0].rsplit(":", 1)[1])] = " ".join(parts[8:])
+    return owners
+
+
+def master_port_of(cluster: ClusterInfo, key: str) -> int:
+    """The port of the master that serves ``key``'s slot now."""
+    live = [p for p in cluster.ports if cluster.processes.get(p) is None or cluster.processes[p].poll() is None]
+    slot = int(_cli(live[0], "cluster", "keyslot", key).strip())
+    for port, ranges in _masters_with_slots(live[0]).items():
+        for part in ranges.split():
+            low, _, high = part.partition("-")
+            if part[0].isdigit() and int(low) <= slot <= int(high or low):
+                return port
+    raise RuntimeError(f"no master serves slot {slot} of {key!r}")
+
+
+def replica_ports_of(master_port: int) -> list[int]:
+    """Ports of the replicas of the master on ``master_port``."""
+    lines = _cli(master_port, "cluster", "nodes").splitlines()
+    me = next(ln.split()[0] for ln in lines if "myself" in ln)
+    return [int(ln.split()[1].split("@")[0].rsplit(":", 1)[1]) for ln in lines if ln.split()[3] == me]
+
+
+def lag_replicas(master_port: int, seconds: float) -> list[subprocess.Popen[bytes]]:
+    """Make the master's replicas fall behind for ``seconds``: each replica sleeps
+    (``DEBUG SLEEP``) and the master drops its links to them (``CLIENT KILL TYPE
+    replica``), so the master's writes meanwhile exist on the master only, the window in
+    which a crash loses acknowledged writes. (On loopback replication is otherwise too
+    fast for a crash to ever lose one.) Returns the sleeping ``redis-cli`` processes."""
+    sleepers = [subprocess.Popen(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "debug", "sleep", str(seconds)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for port in replica_ports_of(master_port)]
+    time.sleep(0.05)  # the DEBUG SLEEP has started
+    _cli(master_port, "client", "kill", "type", "replica")
+    return sleepers
+
+
+def kill_node(cluster: ClusterInfo, port: int) -> None:
+    """SIGKILL the node on ``port``: a crash, no goodbye to clients or replicas."""
+    proc = cluster.processes[port]
+    proc.kill()
+    proc.wait(timeout=10)
+
+
+def restart_node(cluster: ClusterInfo, port: int, timeout_s: float = 30.0) -> None:
+    """Start the killed node on ``port`` again; its nodes.conf makes it rejoin, as a
+    replica of the master that replaced it. Returns once that replica is in sync."""
+    cluster.processes[port] = subprocess.Popen(_ARGV[port], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def in_sync() -> bool:
+        return "role:slave" in _cli(port, "info", "replication") and _replica_synced(port)
+
+    _wait(f"the restarted node on port {port} to sync as a replica", in_sync, time.monotonic() + timeout_s)
+
+
+def wait_for_failover(cluster: ClusterInfo, dead_port: int, timeout_s: float = 30.0) -> float:
+    """Seconds until every live node reports ``cluster_state:ok`` and a slot map, shared by
+    all of them, in which ``dead_port`` serves no slot (its replica took over)."""
+    started = time.monotonic()
+    live = [p for p in cluster.ports if p != dead_port and cluster.processes[p].poll() is None]
+
+    def promoted() -> bool:
+        return _slot_maps_agree(live) and dead_port not in _masters_with_slots(live[0])
+
+    _wait(f"a replica of the node on port {dead_port} to be promoted", promoted, started + timeout_s)
+    return time.monotonic() - started
+
+
+class HashEmbedder:
+    """A deterministic bag-of-words embedder (no model) for tests where storage, not
+    ranking, is under test: loading torch would only slow the cluster tests down."""
+
+    model_name = "test-hash-64"
+    dimension = 64
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vec = [0.0] * self.dimension
+            for word in text.lower().split():
+                vec[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+            out.append([v / norm for v in vec])
+        return out
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
 
 
 _shared: list[ClusterInfo] = []

@@ -12,6 +12,7 @@ from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  #
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.items import MemoryItemStore
+from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.items import RedisItemStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
@@ -53,3 +54,17 @@ class TestRedisClusterItemStore(ItemStoreContract):
     def store(self, redis_cluster: ClusterInfo) -> Iterator[ItemStore]:  # noqa: F811
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield RedisItemStore(client, prefix=prefix)
+
+
+#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
+#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
+WAIT_ONE = ReplicaWait(1, 2000)
+
+
+class TestRedisClusterWaitItemStore(ItemStoreContract):
+    """The cluster again, with every write followed by ``WAIT 1`` on its master."""
+
+    @pytest.fixture
+    def store(self, redis_cluster: ClusterInfo) -> Iterator[ItemStore]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield RedisItemStore(client, prefix=prefix, wait=WAIT_ONE)

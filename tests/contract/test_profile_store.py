@@ -12,6 +12,7 @@ from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  #
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.profile import MemoryProfileStore
+from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
@@ -55,3 +56,18 @@ class TestRedisClusterProfileStore(ProfileStoreContract):
     def profile_backend(self, redis_cluster: ClusterInfo) -> Iterator[ProfileBackend]:  # noqa: F811
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield ProfileBackend(lambda **kw: RedisProfileStore(client, prefix=prefix, **kw), persistent=True)
+
+
+#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
+#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
+WAIT_ONE = ReplicaWait(1, 2000)
+
+
+class TestRedisClusterWaitProfileStore(ProfileStoreContract):
+    """The cluster again, with every write followed by ``WAIT 1`` on its master."""
+
+    @pytest.fixture
+    def profile_backend(self, redis_cluster: ClusterInfo) -> Iterator[ProfileBackend]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield ProfileBackend(lambda **kw: RedisProfileStore(client, prefix=prefix, wait=WAIT_ONE, **kw),
+                                 persistent=True)

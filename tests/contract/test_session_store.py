@@ -17,6 +17,7 @@ from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  #
 from redis_helpers import redis_prefix  # noqa: F401  (fixture)
 
 from hmem.backends.memory.sessions import MemorySessionStore
+from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
@@ -67,3 +68,18 @@ class TestRedisClusterSessionStore(SessionStoreContract):
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl), time.sleep,
                                  ttl=1.0)
+
+
+#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
+#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
+WAIT_ONE = ReplicaWait(1, 2000)
+
+
+class TestRedisClusterWaitSessionStore(SessionStoreContract):
+    """The cluster again, with every write followed by ``WAIT 1`` on its master."""
+
+    @pytest.fixture
+    def session_backend(self, redis_cluster: ClusterInfo) -> Iterator[SessionBackend]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl, wait=WAIT_ONE),
+                                 time.sleep, ttl=1.0)

@@ -11,6 +11,7 @@ from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  #
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.summaries import MemorySummaryStore
+from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.summaries import RedisSummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
@@ -61,3 +62,17 @@ class TestRedisClusterSummaryStore(SummaryStoreContract):
     def store(self, redis_cluster: ClusterInfo) -> Iterator[SummaryStore]:  # noqa: F811
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield RedisSummaryStore(client, prefix=prefix)
+
+
+#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
+#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
+WAIT_ONE = ReplicaWait(1, 2000)
+
+
+class TestRedisClusterWaitSummaryStore(SummaryStoreContract):
+    """The cluster again, with every write followed by ``WAIT 1`` on its master."""
+
+    @pytest.fixture
+    def store(self, redis_cluster: ClusterInfo) -> Iterator[SummaryStore]:  # noqa: F811
+        with cluster_client_prefix(redis_cluster) as (client, prefix):
+            yield RedisSummaryStore(client, prefix=prefix, wait=WAIT_ONE)

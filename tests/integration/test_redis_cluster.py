@@ -11,21 +11,24 @@ tests/cluster_helpers.py), beyond the contract suites in tests/contract/:
 4. a plain client forced onto a cluster node (``check=False``) fails with advice
    to use ``redis+cluster://``, not with a bare ``MOVED``.
 
-Failover (a master killed mid-load) and ``WAIT`` for replicas are later slices of
-issue #17 and not tested here.
+Failover (a master killed mid-load) and ``WAIT`` for replicas: test_redis_failover.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
-from cluster_helpers import ClusterInfo, cluster_client_prefix, delete_prefix, redis_cluster  # noqa: F401
+from cluster_helpers import (  # noqa: F401
+    ClusterInfo,
+    HashEmbedder,
+    cluster_client_prefix,
+    delete_prefix,
+    redis_cluster,
+)
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis_helpers import REDIS_URL
@@ -42,27 +45,6 @@ pytestmark = pytest.mark.integration
 
 # Ids chosen to stress the hash tag: braces and colons must not end the tag early.
 USERS = ["alice", "bob", "we}ird:id", "{carol}", "用户七", "dave%7D", "erin", "frank"]
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (no model): storage, not ranking, is
-    under test here, and loading torch would only slow the cluster tests down."""
-
-    model_name = "test-hash-64"
-    dimension = 64
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vec = [0.0] * self.dimension
-            for word in text.lower().split():
-                vec[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
-            norm = math.sqrt(sum(v * v for v in vec)) or 1.0
-            out.append([v / norm for v in vec])
-        return out
-
-    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed(texts)
 
 
 @pytest.fixture

@@ -13,6 +13,12 @@ cluster node is recognised on connect (one ``INFO cluster`` after the ping) and 
 too. Every key of a user carries the ``{user}`` hash tag (:mod:`~hmem.backends.redis.keys`),
 so each script and ``MULTI`` hmem sends stays in one slot (docs/redis.md, "Redis Cluster").
 
+Replicas: with a :class:`ReplicaWait` of ``replicas > 0`` (``HMEM_REDIS_WAIT_REPLICAS``) a
+store's write is followed by ``WAIT replicas timeout_ms`` on the very connection (and so the
+very master) that took it (:func:`run_script`, :func:`exec_and_wait`); fewer confirmations
+than asked raise :class:`~hmem.errors.BackendUnavailable`. Replication is asynchronous
+otherwise: a master that dies right after acknowledging a write can lose it in a failover.
+
 :func:`redis_errors` turns every redis-py failure into an hmem error naming the
 masked URL and what to do: :class:`~hmem.errors.BackendUnavailable` when the server
 cannot be reached or refuses a command, :class:`~hmem.errors.ConfigError` when it
@@ -28,14 +34,17 @@ Example::
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeAlias
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
 
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
-from redis.connection import parse_url
+from redis.commands.core import Script
+from redis.connection import AbstractConnection, parse_url
 from redis.retry import Retry
 
 from hmem._secrets import has_unencoded_userinfo, mask_url
@@ -44,13 +53,18 @@ from hmem.errors import BackendUnavailable, ConfigError
 __all__ = [
     "CLUSTER_SCHEMES",
     "DEFAULT_PREFIX",
+    "NO_WAIT",
     "RedisClient",
+    "ReplicaWait",
     "as_str",
     "client_label",
     "connect_redis",
+    "exec_and_wait",
     "is_cluster",
     "mask_url",
+    "on_node",
     "redis_errors",
+    "run_script",
     "ttl_ms",
     "warn_fallback",
 ]
@@ -250,3 +264,135 @@ def warn_fallback(label: str, reason: BaseException) -> None:
         label,
         reason,
     )
+
+
+# -- waiting for replicas ----------------------------------------------------------------
+
+T = TypeVar("T")
+
+#: Attempts of a write pinned to one node (:func:`on_node`): the first, then re-routes
+#: after a refreshed slot map. A failover takes seconds; callers see BackendUnavailable
+#: meanwhile and retry, so this only covers a slot map that is one change behind.
+_NODE_ATTEMPTS = 3
+
+# What says "this node no longer serves the slot, or is gone": refresh the map, go again.
+_REROUTE = (redis.exceptions.ConnectionError, redis.exceptions.MovedError, redis.exceptions.ClusterDownError,
+            redis.exceptions.TryAgainError)
+
+
+@dataclass(frozen=True)
+class ReplicaWait:
+    """``WAIT replicas timeout_ms`` after each write (``replicas=0``: off, the default).
+
+    ``timeout_ms`` bounds how long a write waits for the replicas; it must stay below the
+    client's socket timeout, or the socket would give up first (checked by
+    :class:`~hmem.config.Settings`).
+
+    Example::
+
+        >>> ReplicaWait(1, 500).enabled, NO_WAIT.enabled
+        (True, False)
+    """
+
+    replicas: int = 0
+    timeout_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        for name, floor in (("replicas", 0), ("timeout_ms", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+                raise ConfigError(
+                    f"ReplicaWait.{name} must be an integer >= {floor}, got {value!r} "
+                    "(HMEM_REDIS_WAIT_REPLICAS / HMEM_REDIS_WAIT_TIMEOUT_MS)"
+                )
+
+    @property
+    def enabled(self) -> bool:
+        return self.replicas > 0
+
+    def check(self, acked: Any, label: str) -> None:
+        """Raise :class:`BackendUnavailable` when fewer than ``replicas`` confirmed."""
+        if int(acked) < self.replicas:
+            raise BackendUnavailable(
+                f"Redis at {label} took the write, but only {int(acked)} of {self.replicas} replica(s) confirmed it "
+                f"within {self.timeout_ms} ms (WAIT): it could be lost if that master fails now. Retrying is safe "
+                "(a retried append lands once or raises DuplicateId). Check that the master has "
+                f"{self.replicas} replica(s) online (INFO replication), or lower HMEM_REDIS_WAIT_REPLICAS / raise "
+                "HMEM_REDIS_WAIT_TIMEOUT_MS."
+            )
+
+
+#: No waiting: a write is acknowledged when the master has applied it.
+NO_WAIT = ReplicaWait()
+
+
+def on_node(client: RedisClient, key: str, work: Callable[[redis.Redis], T]) -> T:
+    """``work(node)`` with ``node`` the plain client of the master serving ``key``'s slot
+    (``client`` itself when it is not a cluster). On a cluster a connection error, ``MOVED``
+    or ``CLUSTERDOWN`` refreshes the slot map and tries again (``_NODE_ATTEMPTS`` in all):
+    ``work`` must be safe to repeat (hmem's writes carry idempotency tokens)."""
+    if not isinstance(client, RedisCluster):
+        return work(client)
+    for attempt in range(_NODE_ATTEMPTS):
+        node = client.get_redis_connection(client.get_node_from_key(key))  # type: ignore[no-untyped-call]
+        try:
+            return work(node)
+        except _REROUTE as exc:
+            if attempt == _NODE_ATTEMPTS - 1:
+                if isinstance(exc, redis.exceptions.ConnectionError | redis.exceptions.ClusterError):
+                    raise
+                # A MOVED that outlived the refreshes: the slot map is still changing. Said as a
+                # cluster problem, not as "use a cluster client" (redis_errors' reading of MOVED).
+                raise redis.exceptions.ClusterError(f"{type(exc).__name__}: {exc}") from exc
+            time.sleep(0.05 * (attempt + 1))  # a promotion in progress: give the map a moment
+            client.nodes_manager.initialize()  # type: ignore[no-untyped-call]
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_script(client: RedisClient, script: Script, keys: Sequence[str], args: Sequence[Any], *,
+               wait: ReplicaWait, label: str) -> Any:
+    """Run a registered Lua ``script``; with ``wait`` enabled, pipeline ``WAIT`` behind it on
+    the same connection of the key's master (one round trip plus the replicas' delay) and
+    raise :class:`BackendUnavailable` when too few replicas confirmed (see :class:`ReplicaWait`)."""
+    if not wait.enabled:
+        return script(keys=keys, args=args)
+
+    def write(node: redis.Redis) -> Any:
+        for _ in range(2):  # a master promoted since the script was loaded has not seen it yet
+            pipe = node.pipeline(transaction=False)
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+            pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
+            try:
+                result, acked = pipe.execute()
+            except redis.exceptions.NoScriptError:
+                node.script_load(script.script)
+                continue
+            wait.check(acked, label)
+            return result
+        raise BackendUnavailable(f"Redis at {label} keeps forgetting hmem's Lua scripts (SCRIPT FLUSH?); retry")
+
+    return on_node(client, keys[0], write)
+
+
+def exec_and_wait(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]], *, wait: ReplicaWait,
+                  label: str) -> bool:
+    """``MULTI`` ``commands`` ``EXEC`` ``WAIT`` on ``conn``, a connection that holds the
+    caller's ``WATCH`` (a pipeline's ``connection`` after ``watch()``): False when the
+    ``WATCH`` fired (nothing written). A ``WAIT`` inside ``MULTI`` would not block, and
+    one on another connection would not cover this write, hence the raw commands."""
+    packed = conn.pack_commands(  # type: ignore[no-untyped-call]
+        [("MULTI",), *commands, ("EXEC",), ("WAIT", wait.replicas, wait.timeout_ms)])
+    conn.send_packed_command(packed)  # type: ignore[no-untyped-call]
+    replies: list[Any] = []
+    for _ in range(len(commands) + 3):
+        try:
+            replies.append(conn.read_response())
+        except redis.exceptions.ResponseError as exc:  # read every reply: the connection stays in step
+            replies.append(exc)
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    if replies[-2] is None:  # EXEC answered nil: a watched key changed
+        return False
+    wait.check(replies[-1], label)
+    return True

@@ -21,7 +21,15 @@ from typing import Literal
 from hmem.backends.memory.profile import MemoryProfileStore
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
-from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, connect_redis, mask_url, warn_fallback
+from hmem.backends.redis.client import (
+    DEFAULT_PREFIX,
+    NO_WAIT,
+    RedisClient,
+    ReplicaWait,
+    connect_redis,
+    mask_url,
+    warn_fallback,
+)
 from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.redis.summaries import RedisSummaryStore
@@ -61,11 +69,13 @@ def open_redis_stores(
     socket_timeout: float = 5.0,
     socket_connect_timeout: float = 2.0,
     allow_fallback: bool = False,
+    wait: ReplicaWait = NO_WAIT,
 ) -> RedisStores:
     """Connect and build the three Redis stores (one shared connection pool).
 
     With ``allow_fallback`` an unreachable Redis gives in-process stores and a
-    WARNING instead of :class:`~hmem.errors.BackendUnavailable`.
+    WARNING instead of :class:`~hmem.errors.BackendUnavailable`. ``wait`` makes every
+    write wait for replicas (``HMEM_REDIS_WAIT_REPLICAS``).
     """
     try:
         client = connect_redis(url, socket_timeout=socket_timeout, socket_connect_timeout=socket_connect_timeout)
@@ -80,9 +90,9 @@ def open_redis_stores(
             backend="memory-fallback",
         )
     return RedisStores(
-        sessions=RedisSessionStore(client, prefix=prefix, ttl_seconds=session_ttl_seconds),
-        summaries=RedisSummaryStore(client, prefix=prefix, ttl_seconds=session_ttl_seconds),
-        profile=RedisProfileStore(client, prefix=prefix, max_keys=max_profile_keys),
+        sessions=RedisSessionStore(client, prefix=prefix, ttl_seconds=session_ttl_seconds, wait=wait),
+        summaries=RedisSummaryStore(client, prefix=prefix, ttl_seconds=session_ttl_seconds, wait=wait),
+        profile=RedisProfileStore(client, prefix=prefix, max_keys=max_profile_keys, wait=wait),
         backend="redis",
         client=client,
     )

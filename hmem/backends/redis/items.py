@@ -12,8 +12,9 @@ Every write (put, delete, delete_user) is one Lua script per user: the items, th
 index entries, the counter and the log change together, so a reader that sees the new
 generation also sees the new items. A ``put`` of several users' items runs the scripts
 in one ``MULTI``/``EXEC`` on a single Redis node. On a Redis Cluster users live in
-different slots, so such a batch runs as one script per user: atomic per user, not
-across users (:class:`~hmem.longterm.store.LongTermStore` always writes one user's batch).
+different slots (and with a :class:`~hmem.backends.redis.client.ReplicaWait` the ``WAIT``
+cannot sit inside ``MULTI``), so such a batch runs as one script per user: atomic per
+user, not across users (:class:`~hmem.longterm.store.LongTermStore` always writes one user's batch).
 
 Cost: ``get``, ``find_duplicate`` and the ``kinds`` / ``source_message_ids`` / ``ids``
 conditions are answered from the indexes and read only the items they name (the kind
@@ -38,10 +39,21 @@ import json
 import secrets
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from hmem._time import from_micros, to_micros
 from hmem.backends.memory.items import check_ids, validate_item
-from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, is_cluster, redis_errors
+from hmem.backends.redis.client import (
+    DEFAULT_PREFIX,
+    NO_WAIT,
+    RedisClient,
+    ReplicaWait,
+    as_str,
+    client_label,
+    is_cluster,
+    redis_errors,
+    run_script,
+)
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import ConfigError
 from hmem.longterm.dedup import dedup_key
@@ -159,15 +171,17 @@ class RedisItemStore:
 
     Besides the :class:`~hmem.protocols.ItemStore` port it offers the change feed a
     shared lexical cache needs: :meth:`generation`, :meth:`snapshot`, :meth:`changes_since`.
+    ``wait`` makes every write wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`).
     """
 
     def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX,
-                 change_log_keep: int = CHANGE_LOG_KEEP) -> None:
+                 change_log_keep: int = CHANGE_LOG_KEEP, wait: ReplicaWait = NO_WAIT) -> None:
         if isinstance(change_log_keep, bool) or not isinstance(change_log_keep, int) or change_log_keep < 1:
             raise ConfigError(f"change_log_keep must be a positive integer, got {change_log_keep!r}")
         self._client = client
         self._keys = KeySpace(prefix)
         self._keep = change_log_keep
+        self._wait = wait
         self._label = client_label(client)
         self._put = client.register_script(_PUT)
         self._delete = client.register_script(_DELETE)
@@ -186,6 +200,9 @@ class RedisItemStore:
         # doubles exact.
         return secrets.randbelow(2**40) + 1
 
+    def _run(self, script: Any, user: str, args: list[str | int]) -> Any:
+        return run_script(self._client, script, self._user_keys(user), args, wait=self._wait, label=self._label)
+
     # -- the port ---------------------------------------------------------------------
 
     def put(self, items: Sequence[MemoryItem]) -> None:
@@ -198,13 +215,11 @@ class RedisItemStore:
             source = f"{it.source_message_id}{_SEP}{it.id}" if it.source_message_id else ""
             by_user[it.user_id] += [it.id, _encode(it), dedup, source]
         with redis_errors(self._label):
-            if len(by_user) == 1:
-                [(user, args)] = by_user.items()
-                self._put(keys=self._user_keys(user), args=[self._base(), self._keep, *args])
-                return
-            if is_cluster(self._client):  # a MULTI may not span slots, and users differ in slot
+            # One script per user when a MULTI may not span slots (cluster: users differ in
+            # slot) or must not hold the WAIT (inside MULTI it would not block).
+            if len(by_user) == 1 or is_cluster(self._client) or self._wait.enabled:
                 for user, args in by_user.items():
-                    self._put(keys=self._user_keys(user), args=[self._base(), self._keep, *args])
+                    self._run(self._put, user, [self._base(), self._keep, *args])
                 return
             pipe = self._client.pipeline(transaction=True)
             for user, args in by_user.items():
@@ -216,13 +231,16 @@ class RedisItemStore:
         return {it.id: it for it in self._fetch(user, list(dict.fromkeys(check_ids(ids))))}
 
     def _fetch(self, user: str, ids: Sequence[str]) -> list[MemoryItem]:
-        out: list[MemoryItem] = []
-        if not ids:
-            return out
+        return [_decode(user, raw) for _, raw in self._raw(user, ids)]
+
+    def _raw(self, user: str, ids: Sequence[str]) -> list[tuple[str, Any]]:
+        """(id, stored JSON) of the ``ids`` that exist."""
+        out: list[tuple[str, Any]] = []
         key = self._keys.items(user)
         with redis_errors(self._label):
             for start in range(0, len(ids), _CHUNK):
-                out += [_decode(user, raw) for raw in self._client.hmget(key, ids[start : start + _CHUNK])
+                chunk = ids[start : start + _CHUNK]
+                out += [(i, raw) for i, raw in zip(chunk, self._client.hmget(key, chunk), strict=True)
                         if raw is not None]
         return out
 
@@ -281,6 +299,9 @@ class RedisItemStore:
         if flt.is_empty:
             with redis_errors(self._label):
                 return {as_str(i) for i in self._client.hkeys(self._keys.items(user))}
+        if flt.ids is not None and flt == ItemFilter(ids=flt.ids):
+            # Ids alone (recall confirming its candidates): which exist, no item parsed.
+            return {i for i, _ in self._raw(user, sorted(flt.ids))}
         rest = (flt.session_id, flt.since, flt.until, flt.metadata)
         if all(v is None for v in rest):
             indexed, exact = self._indexed_ids(user, flt)
@@ -305,13 +326,13 @@ class RedisItemStore:
             # Chunks bound the script's run time; each chunk is atomic on its own.
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start : start + _CHUNK]
-                removed += int(self._delete(keys=self._user_keys(user), args=[self._base(), self._keep, *chunk]))
+                removed += int(self._run(self._delete, user, [self._base(), self._keep, *chunk]))
         return removed
 
     def delete_user(self, user_id: str) -> int:
         user = check_id(user_id, "user_id")
         with redis_errors(self._label):
-            return int(self._delete_user(keys=self._user_keys(user), args=[self._base()]))
+            return int(self._run(self._delete_user, user, [self._base()]))
 
     def count(self, user_id: str) -> int:
         user = check_id(user_id, "user_id")

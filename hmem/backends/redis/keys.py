@@ -13,15 +13,22 @@ Example::
     'hmem:{alice}:s:chat-1:msgs'
     >>> ks.user("we}ird:id")
     'hmem:{we%7Dird%3Aid}'
+    >>> ks.user_of_session_index(ks.session_index("we}ird:id"))
+    'we}ird:id'
 """
 
 from __future__ import annotations
 
+import re
+
 from hmem.errors import ConfigError
 
-__all__ = ["KeySpace", "encode_part"]
+__all__ = ["KeySpace", "decode_part", "encode_part"]
 
 _ESCAPES = {"%": "%25", "{": "%7B", "}": "%7D", ":": "%3A"}
+_UNESCAPES = {code: ch for ch, code in _ESCAPES.items()}
+_ENCODED = re.compile("|".join(_UNESCAPES))
+_GLOB = re.compile(r"([*?\[\]\\])")  # SCAN MATCH metacharacters
 
 
 def encode_part(value: str) -> str:
@@ -29,6 +36,11 @@ def encode_part(value: str) -> str:
     if not any(ch in value for ch in _ESCAPES):
         return value
     return "".join(_ESCAPES.get(ch, ch) for ch in value)
+
+
+def decode_part(value: str) -> str:
+    """The inverse of :func:`encode_part`."""
+    return _ENCODED.sub(lambda m: _UNESCAPES[m.group(0)], value)
 
 
 class KeySpace:
@@ -57,6 +69,21 @@ class KeySpace:
     def session_index(self, user_id: str) -> str:
         """ZSET session_id scored by last update (epoch seconds)."""
         return f"{self.user(user_id)}:sessions"
+
+    def session_index_pattern(self) -> str:
+        """SCAN ``MATCH`` pattern of every user's :meth:`session_index` (glob characters of
+        the prefix escaped)."""
+        prefix = _GLOB.sub(r"\\\1", self.prefix)
+        return f"{prefix}:{{*}}:sessions"
+
+    def user_of_session_index(self, key: str) -> str | None:
+        """The user id of a :meth:`session_index` key, else None (a key the pattern matched
+        that is not one: the ``*`` also spans ``}:``)."""
+        head, tail = f"{self.prefix}:{{", "}:sessions"
+        if not (key.startswith(head) and key.endswith(tail)):
+            return None
+        encoded = key[len(head): -len(tail)]
+        return None if not encoded or any(ch in encoded for ch in "{}:") else decode_part(encoded)
 
     # summaries
     def summary(self, user_id: str, session_id: str) -> str:

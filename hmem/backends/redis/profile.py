@@ -29,7 +29,17 @@ from datetime import datetime
 import redis
 
 from hmem._time import from_micros, to_micros
-from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, redis_errors
+from hmem.backends.redis.client import (
+    DEFAULT_PREFIX,
+    NO_WAIT,
+    RedisClient,
+    ReplicaWait,
+    as_str,
+    client_label,
+    exec_and_wait,
+    on_node,
+    redis_errors,
+)
 from hmem.backends.redis.keys import KeySpace
 from hmem.errors import BackendUnavailable
 from hmem.profile.model import (
@@ -92,7 +102,8 @@ def _decode(user_id: str, key: str, raw: str | bytes) -> ProfileEntry:
 class RedisProfileStore:
     """Profile facts in Redis under ``prefix``; ``max_keys`` caps live keys per user
     (checked inside the transaction); ``clock`` supplies "now" (clock skew between
-    instances is clamped by :func:`hmem.profile.model.write_time`)."""
+    instances is clamped by :func:`hmem.profile.model.write_time`); ``wait`` makes
+    ``set``/``delete`` wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
 
     def __init__(
         self,
@@ -101,9 +112,11 @@ class RedisProfileStore:
         prefix: str = DEFAULT_PREFIX,
         max_keys: int = DEFAULT_MAX_KEYS,
         clock: Callable[[], datetime] = utcnow,
+        wait: ReplicaWait = NO_WAIT,
     ) -> None:
         self.max_keys = check_max_keys(max_keys)
         self._client = client
+        self._wait = wait
         self._keys = KeySpace(prefix)
         self._clock = clock
         self._label = client_label(client)
@@ -114,29 +127,49 @@ class RedisProfileStore:
         """Read the key's current version under WATCH of the user's ``cur`` hash, let
         ``decide(current, pipe)`` plan the write (reads only), and persist the plan in
         MULTI/EXEC; retried from the read when another writer won."""
-        cur_key, hist_key = self._keys.profile_current(user_id), self._keys.profile_history(user_id, key)
+        cur_key = self._keys.profile_current(user_id)
         with redis_errors(self._label):
             for _ in range(_MAX_ATTEMPTS):
-                with self._client.pipeline(transaction=True) as pipe:
-                    try:
-                        pipe.watch(cur_key)  # type: ignore[no-untyped-call]
-                        raw = pipe.hget(cur_key, key)
-                        plan = decide(None if raw is None else _decode(user_id, key, raw), pipe)
-                        if plan is None:
-                            return None
-                        pipe.multi()
-                        if plan.rewrite is not None:
-                            pipe.lset(hist_key, -1, _encode(plan.rewrite))
-                        if plan.append is not None:
-                            pipe.rpush(hist_key, _encode(plan.append))
-                        pipe.hset(cur_key, key, _encode(plan.result))
-                        pipe.execute()
-                        return plan
-                    except redis.exceptions.WatchError:
-                        continue
+                if self._wait.enabled:  # on the master's own client: WAIT must follow EXEC on its connection
+                    done, plan = on_node(self._client, cur_key, lambda node: self._attempt(node, user_id, key, decide))
+                else:
+                    done, plan = self._attempt(self._client, user_id, key, decide)
+                if done:
+                    return plan
         raise BackendUnavailable(
             f"profile of user {user_id!r} is under heavy concurrent writes; gave up after {_MAX_ATTEMPTS} attempts"
         )
+
+    def _attempt(
+        self, owner: RedisClient, user_id: str, key: str,
+        decide: Callable[[ProfileEntry | None, redis.client.Pipeline], Plan | None],
+    ) -> tuple[bool, Plan | None]:
+        """One optimistic round of :meth:`_transact`: (False, None) when another writer won."""
+        cur_key, hist_key = self._keys.profile_current(user_id), self._keys.profile_history(user_id, key)
+        with owner.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(cur_key)  # type: ignore[no-untyped-call]
+                raw = pipe.hget(cur_key, key)
+                plan = decide(None if raw is None else _decode(user_id, key, raw), pipe)  # type: ignore[arg-type]
+                if plan is None:
+                    return True, None
+                commands: list[tuple[str | int, ...]] = []
+                if plan.rewrite is not None:
+                    commands.append(("LSET", hist_key, -1, _encode(plan.rewrite)))
+                if plan.append is not None:
+                    commands.append(("RPUSH", hist_key, _encode(plan.append)))
+                commands.append(("HSET", cur_key, key, _encode(plan.result)))
+                if self._wait.enabled:
+                    connection = getattr(pipe, "connection", None)  # the watched connection
+                    assert connection is not None
+                    return exec_and_wait(connection, commands, wait=self._wait, label=self._label), plan
+                pipe.multi()
+                for command in commands:
+                    pipe.execute_command(*command)
+                pipe.execute()
+                return True, plan
+            except redis.exceptions.WatchError:
+                return False, None
 
     def set(
         self,

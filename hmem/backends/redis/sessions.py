@@ -28,11 +28,14 @@ from hmem._time import from_seconds
 from hmem.backends.memory.sessions import check_batch, check_last_n, check_ttl, check_version
 from hmem.backends.redis.client import (
     DEFAULT_PREFIX,
+    NO_WAIT,
     RedisClient,
+    ReplicaWait,
     as_str,
     client_label,
     connect_redis,
     redis_errors,
+    run_script,
     ttl_ms,
 )
 from hmem.backends.redis.keys import KeySpace
@@ -130,11 +133,14 @@ class RedisSessionStore:
     ``client`` is shared and owned by the caller (build it with
     :func:`~hmem.backends.redis.client.connect_redis`), unless the store was made
     with :meth:`from_url`. ``ttl_seconds`` (off by default) expires a session that
-    has not been written for that long; every write refreshes it.
+    has not been written for that long; every write refreshes it. ``wait`` (off by
+    default) makes every write wait for that many replicas (:class:`ReplicaWait`).
     """
 
-    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None,
+                 wait: ReplicaWait = NO_WAIT) -> None:
         self._client = client
+        self._wait = wait
         self._keys = KeySpace(prefix)
         self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))
         self._label = client_label(client)
@@ -156,6 +162,10 @@ class RedisSessionStore:
         k = self._keys
         return [k.session_messages(user, session), k.session_meta(user, session), k.session_index(user)]
 
+    def _write(self, script: Any, user: str, session: str, args: list[str | int]) -> Any:
+        return run_script(self._client, script, self._session_keys(user, session), args, wait=self._wait,
+                          label=self._label)
+
     # -- the port ---------------------------------------------------------------------
 
     def append(self, user_id: str, session_id: str, messages: Iterable[Message]) -> int:
@@ -167,7 +177,7 @@ class RedisSessionStore:
         for message in batch:
             args += [message.id, message.to_json()]
         with redis_errors(self._label):
-            status, value = self._append(keys=self._session_keys(user, session), args=args)
+            status, value = self._write(self._append, user, session, args)
         if as_str(status) == "DUP":
             raise DuplicateId(
                 f"message id {as_str(value)!r} already exists in session {session!r}; nothing was appended",
@@ -198,7 +208,7 @@ class RedisSessionStore:
         for message in batch:
             args += [message.id, message.to_json()]
         with redis_errors(self._label):
-            status, value = self._replace(keys=self._session_keys(user, session), args=args)
+            status, value = self._write(self._replace, user, session, args)
         if as_str(status) == "CONFLICT":
             raise ConflictError(
                 f"session {session!r} is at version {int(value)}, not {expected}: reload it and retry",
@@ -210,7 +220,7 @@ class RedisSessionStore:
     def delete(self, user_id: str, session_id: str) -> bool:
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         with redis_errors(self._label):
-            return bool(self._delete(keys=self._session_keys(user, session), args=[session]))
+            return bool(self._write(self._delete, user, session, [session]))
 
     def list_sessions(self, user_id: str) -> list[SessionInfo]:
         user = check_id(user_id, "user_id")
@@ -239,6 +249,18 @@ class RedisSessionStore:
                 self._prune(keys=[index, *metas], args=gone)
         infos.sort(key=lambda info: (info.updated_at, info.session_id), reverse=True)
         return infos
+
+    def list_users(self) -> list[str]:
+        # SCAN, never KEYS: it does not block the server. On a Cluster, redis-py's
+        # scan_iter walks every primary; a user's keys share one slot, so no user is
+        # seen twice, and the set guards against a replica answering too.
+        users: set[str] = set()
+        with redis_errors(self._label):
+            for key in self._client.scan_iter(match=self._keys.session_index_pattern(), count=1000, _type="zset"):
+                user = self._keys.user_of_session_index(as_str(key))
+                if user is not None:
+                    users.add(user)
+        return sorted(users)
 
     def close(self) -> None:
         """Close the client if this store created it (see :meth:`from_url`)."""

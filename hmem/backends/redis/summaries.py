@@ -19,7 +19,17 @@ from typing import cast
 
 from hmem.backends.memory.sessions import check_ttl
 from hmem.backends.memory.summaries import check_expected_watermark, check_summary
-from hmem.backends.redis.client import DEFAULT_PREFIX, RedisClient, as_str, client_label, redis_errors, ttl_ms
+from hmem.backends.redis.client import (
+    DEFAULT_PREFIX,
+    NO_WAIT,
+    RedisClient,
+    ReplicaWait,
+    as_str,
+    client_label,
+    redis_errors,
+    run_script,
+    ttl_ms,
+)
 from hmem.backends.redis.keys import KeySpace
 from hmem.types import SessionSummary, SummaryMethod, check_id
 
@@ -47,10 +57,13 @@ return 1
 
 class RedisSummaryStore:
     """Session summaries in Redis under ``prefix``; ``ttl_seconds`` (off by default)
-    expires a summary not written for that long (match the session TTL)."""
+    expires a summary not written for that long (match the session TTL); ``wait`` makes a
+    ``put`` wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
 
-    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None) -> None:
+    def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None,
+                 wait: ReplicaWait = NO_WAIT) -> None:
         self._client = client
+        self._wait = wait
         self._keys = KeySpace(prefix)
         self._ttl_ms = ttl_ms(check_ttl(ttl_seconds))
         self._label = client_label(client)
@@ -81,7 +94,8 @@ class RedisSummaryStore:
             fields += ["cu", summary.covers_until]
         key = self._keys.summary(summary.user_id, summary.session_id)
         with redis_errors(self._label):
-            return bool(self._put(keys=[key], args=[mode, expected or "", self._ttl_ms, *fields]))
+            return bool(run_script(self._client, self._put, [key], [mode, expected or "", self._ttl_ms, *fields],
+                                   wait=self._wait, label=self._label))
 
     def put(self, summary: SessionSummary) -> None:
         self._write(check_summary(summary), "put", None)
