@@ -122,16 +122,20 @@ async def bench_backend(label: str, url: str, args: argparse.Namespace) -> tuple
     reads = max(1, args.requests // 4)
     phases.append(await run_phase(f"{label}: history last 20", args.clients, reads, history, url))
     phases.append(await run_phase(f"{label}: context (no recall)", args.clients, reads, context, url))
-    # loss check: every acknowledged id is stored exactly once
+    sent = {f"c{n}-{i}" for n in range(args.clients) for i in range(args.requests)}
+    return phases, f"{label}: {await loss_check(url, user, args.sessions, sent)}"
+
+
+async def loss_check(url: str, user: str, sessions: int, sent: set[str]) -> str:
+    """Every acknowledged message id of ``sent`` is stored exactly once in sessions s0..s<n-1>."""
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
         seen: Counter[str] = Counter()
-        for k in range(args.sessions):
+        for k in range(sessions):
             r = await http.get(f"/v1/users/{user}/sessions/s{k}/messages")
             seen.update(m["id"] for m in r.json()["messages"])
-    sent = {f"c{n}-{i}" for n in range(args.clients) for i in range(args.requests)}
     lost = len(sent - set(seen))
     dup = sum(c - 1 for c in seen.values() if c > 1)
-    return phases, f"{label}: {len(sent)} appended, {lost} lost, {dup} duplicated"
+    return f"{len(sent)} appended, {lost} lost, {dup} duplicated"
 
 
 def main() -> None:

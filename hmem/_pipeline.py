@@ -1,6 +1,8 @@
 """What runs after :meth:`Memory.add <hmem.memory.Memory.add>` has appended a batch:
 archive the turns, extract profile updates and facts from the user turns, compact.
 
+The turns and the extracted facts are written together
+(:meth:`~hmem.longterm.store.LongTermStore.ingest`: one embedding call per add).
 All of it runs on the caller's thread, or — with ``extraction="background"`` — as one
 job on the Memory's single :class:`~hmem._worker.SerialWorker`, in submission order.
 ``compaction="background"`` submits just the compaction to that same worker, keyed by
@@ -19,8 +21,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from functools import partial
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from hmem.longterm.facts import FactReport
 from hmem.profile.extract import AppliedUpdates, ExtractionMethod, apply_updates, extract_profile
@@ -30,9 +34,10 @@ if TYPE_CHECKING:
     from hmem._options import MemoryParts
     from hmem._worker import SerialWorker
     from hmem.longterm.types import RememberResult
+    from hmem.protocols import Embedder, Tokenizer
     from hmem.session.compaction import CompactionResult
 
-__all__ = ["AfterAppend", "Outcome"]
+__all__ = ["AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
 
 #: What the foreground pipeline did (all empty when it runs in the background).
 Outcome: TypeAlias = (
@@ -60,19 +65,45 @@ class AfterAppend:
         return self._steps(user, session, batch, previous)
 
     def _steps(self, user: str, session: str, batch: list[Message], previous: Message | None) -> Outcome:
-        parts = self._parts
-        if parts.options.archive_turns == "on_add" and batch:
-            parts.longterm.archive_turns(user, session, batch, previous=previous)
         user_turns = [m for m in batch if m.role == "user" and m.content]
+        facts, fact_report = self._long_term(user, session, batch, previous, user_turns)
+        profile_result, compaction = self._profile_and_compaction(user, session, user_turns)
+        return profile_result, facts, fact_report, compaction
+
+    def _long_term(
+        self, user: str, session: str, batch: list[Message], previous: Message | None, user_turns: list[Message]
+    ) -> tuple[tuple[RememberResult, ...], FactReport | None]:
+        """Extract the facts, then archive the turns and store the facts in one write."""
+        parts = self._parts
+        archived = batch if parts.options.archive_turns == "on_add" else []
+        try:
+            entries, fact_report = self._extract_facts(session, user_turns)
+            if not (archived or entries):
+                return (), fact_report
+            # Turns and facts in one write: one embedding call and one index update per add.
+            written = parts.longterm.ingest(user, session, archived, previous=previous, facts=entries,
+                                            just_appended=True)
+            return tuple(written[1]), fact_report
+        except Exception:
+            # An extractor's failure (or a fact the store refuses) must not cost the turns
+            # their archive: try them alone; the first error is the one to report.
+            if archived:
+                with contextlib.suppress(Exception):
+                    parts.longterm.archive_turns(user, session, archived, previous=previous)
+            raise
+
+    def _profile_and_compaction(
+        self, user: str, session: str, user_turns: list[Message]
+    ) -> tuple[AppliedUpdates | None, CompactionResult | None]:
+        parts = self._parts
         profile_result = self._extract_profile(user, session, user_turns)
-        facts, fact_report = self._extract_facts(user, session, user_turns)
         compaction = None
         if parts.options.compaction == "foreground":
             compaction = parts.compactor.compact(user, session)
         elif parts.options.compaction == "background":
             # Coalesced per session: a compaction still waiting in the queue covers this append too.
             self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session))
-        return profile_result, facts, fact_report, compaction
+        return profile_result, compaction
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
         # The archived turn keeps the turn before it (see hmem.longterm.index_text); read after
@@ -114,17 +145,53 @@ class AfterAppend:
         return AppliedUpdates(tuple(changed), tuple(confirmed), tuple(deleted), method, usage, "; ".join(reasons),
                               tuple(refused))
 
-    def _extract_facts(
-        self, user: str, session: str, turns: list[Message]
-    ) -> tuple[tuple[RememberResult, ...], FactReport | None]:
+    def _extract_facts(self, session: str, turns: list[Message]) -> tuple[list[dict[str, Any]], FactReport | None]:
+        """The facts of ``turns`` as ``remember_many`` entries (not stored yet)."""
         extractor = self._parts.fact_extractor
         if not (self._parts.options.extract_facts and extractor and turns):
-            return (), None
+            return [], None
         extracted = extractor.extract(turns)
         created = {m.id: m.created_at for m in turns}
         entries = [
             {**fact.to_entry(session), "created_at": created.get(fact.source_message_id or "")}
             for fact in extracted.facts
         ]
-        stored = tuple(self._parts.longterm.remember_many(user, entries)) if entries else ()
-        return stored, FactReport(extracted.method, extracted.usage, extracted.reason)
+        return entries, FactReport(extracted.method, extracted.usage, extracted.reason)
+
+
+#: What :func:`warm_rules` runs the rules on: English and Chinese, a job, a place, a date.
+_WARM_TEXTS = ("I'm a software engineer at Acme in Berlin, and we moved here last Saturday.",
+               "我是上海的一名老师，上周六搬家了。")
+
+
+def warm_up_models(embedder: Embedder, tokenizer: Tokenizer) -> None:
+    """Load and run the embedding model and the tokenizer once, run the offline rules
+    once (:func:`warm_rules`), then freeze what is loaded (:func:`gc.freeze`), so the
+    model's many objects stay out of the collector's full passes."""
+    warm = getattr(embedder, "warm_up", None)
+    if callable(warm):
+        warm()
+    else:  # a hand-built store's embedder: one query is as good
+        embedder.embed_query(["warm up"])
+    tokenizer.count("warm up")
+    warm_rules()
+    gc.collect()
+    gc.freeze()
+
+
+def warm_rules() -> None:
+    """Run the offline rules once (profile and fact extraction, dates, the BM25
+    tokenizer): their patterns and dictionaries load on first use, which the first
+    add or recall of a process would otherwise pay (seconds on a busy machine)."""
+    from datetime import date
+
+    from hmem.longterm.dates import resolve_dates
+    from hmem.longterm.facts import OfflineFactExtractor
+    from hmem.longterm.text import tokenize
+    from hmem.profile.extract import OfflineProfileExtractor
+
+    OfflineFactExtractor().extract([Message(role="user", content=t, id=f"warm-{i}") for i, t in enumerate(_WARM_TEXTS)])
+    for text in _WARM_TEXTS:
+        OfflineProfileExtractor().extract(text)
+        resolve_dates(text, date(2024, 5, 8))
+        tokenize(text)

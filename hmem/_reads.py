@@ -17,11 +17,13 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
 from hmem._options import SYSTEM_PROMPT_ID, UserStores
+from hmem.assembly.assemble import budget_for
 from hmem.errors import InvalidInput
 from hmem.longterm.types import MAX_K, check_k
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
-from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text
+from hmem.tokens.models import resolve_model
+from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text, renamed
 
 __all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
            "session_view", "user_stats"]
@@ -37,6 +39,24 @@ def session_view(stores: UserStores, user: str, session: str) -> tuple[list[Mess
     _, buffer = split_covered(list(state.messages), summary)  # between summary write and trim, skip duplicates
     stored_prompt = next((m.content for m in buffer if m.id == SYSTEM_PROMPT_ID), None)
     return [m for m in buffer if m.id != SYSTEM_PROMPT_ID], summary, stored_prompt
+
+
+def prompt_limit(model: str, reply_reserve: int, budget: int | None) -> int:
+    """The prompt's token budget: ``budget``, or ``model``'s context window minus
+    ``reply_reserve``; a bad value raises :class:`InvalidInput` naming ``budget``."""
+    try:
+        return budget_for(resolve_model(model).context_window, reply_reserve, budget)
+    except InvalidInput as exc:  # budget_for calls the caller's ``budget`` "explicit"
+        raise renamed(exc, {"explicit": "budget"}) from None
+
+
+def context_query(buffer: Sequence[Message], query: object) -> str | None:
+    """What ``context()`` recalls with: ``query``, or the buffer's last user message."""
+    if query is None:
+        return next((m.content for m in reversed(buffer) if m.role == "user" and m.content), None)
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string or None", field="query")
+    return query
 
 
 def check_context_k(k: object) -> int:

@@ -93,18 +93,25 @@ def _compose(
     llm: LLM | None,
     vectors: VectorIndex | None,
 ) -> MemoryParts:
-    from hmem.providers.embed import CachedEmbedder, SqliteEmbeddingCache
+    from hmem.providers.batching import BatchingEmbedder
+    from hmem.providers.embed import CachedEmbedder, LruEmbeddingCache, SqliteEmbeddingCache
 
     opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
     sessions, summaries, profile = _tier_stores(settings, db, closers, opened)
     items, lexical = _item_stores(settings, db, closers, opened)
 
-    inner = embedder or build_embedder(settings)
-    cached = CachedEmbedder(inner, SqliteEmbeddingCache(db))
+    # cache (memory LRU, then the SQLite file) → micro-batcher (concurrent adds share one
+    # model call) → the model. Only what no cache knows reaches the batcher.
+    batched = BatchingEmbedder(embedder or build_embedder(settings), max_wait_s=settings.embed_batch_wait_ms / 1000,
+                               max_batch=settings.embed_batch_max)
+    closers.append(batched.close)
+    cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
+    knobs = {name: value for name in ("feedback_rounds", "time_weight") if (value := getattr(settings, name)) is not None}
     try:
-        config = None if settings.feedback_rounds is None else LongTermConfig(feedback_rounds=settings.feedback_rounds)
+        config = LongTermConfig(**knobs) if knobs else None
     except ConfigError as exc:
-        raise ConfigError(f"HMEM_FEEDBACK_ROUNDS={settings.feedback_rounds}: {exc}") from None
+        shown = ", ".join(f"HMEM_{name.upper()}={value}" for name, value in knobs.items())
+        raise ConfigError(f"{shown}: {exc}") from None
     longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached, config=config)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
@@ -154,6 +161,12 @@ def _archive(longterm: LongTermStore, user_id: str, session_id: str, turns: list
     longterm.archive_turns(user_id, session_id, turns)
 
 
+def _replica_wait(settings: Settings) -> Any:
+    from hmem.backends.redis.client import ReplicaWait
+
+    return ReplicaWait(settings.redis_wait_replicas, settings.redis_wait_timeout_ms)
+
+
 def _tier_stores(
     settings: Settings, db: Any, closers: list[Callable[[], None]], opened: dict[str, Any] | None = None
 ) -> tuple[SessionStore, SummaryStore, ProfileStore]:
@@ -179,6 +192,7 @@ def _tier_stores(
                 # a host that drops the handshake must not outlast the configured timeout
                 socket_connect_timeout=min(2.0, settings.redis_timeout_s),
                 allow_fallback=settings.redis_fallback_to_memory,
+                wait=_replica_wait(settings),
             )
             closers.append(stores.close)
             redis_stores[url] = stores
@@ -243,7 +257,7 @@ def _item_stores(
             warn_fallback(mask_url(settings.items), exc)
             return MemoryItemStore(), MemoryLexicalIndex()
         closers.append(client.close)
-    store = RedisItemStore(client, prefix=settings.redis_prefix)
+    store = RedisItemStore(client, prefix=settings.redis_prefix, wait=_replica_wait(settings))
     return store, SharedLexicalIndex(store)
 
 

@@ -27,7 +27,7 @@ from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
 
-__all__ = ["Settings", "mask_url"]
+__all__ = ["Settings", "check_batching", "check_cache_size", "mask_url"]
 
 ENV_PREFIX = "HMEM_"
 
@@ -84,6 +84,8 @@ class Settings:
     redis_prefix: str = "hmem"
     redis_fallback_to_memory: bool = False
     redis_timeout_s: float = 5.0
+    redis_wait_replicas: int = 0  # WAIT for this many replicas after every Redis write (0: off)
+    redis_wait_timeout_ms: int = 1000  # how long that WAIT may take
     session_ttl_s: float | None = None
     vectors: str = "chroma"
     embed_provider: EmbedProvider = "sentence-transformers"
@@ -100,6 +102,7 @@ class Settings:
     recall_k: int | None = None  # upper bound of context()'s recalled items (None: the budget decides)
     relevance_cutoff: float | None = RELEVANCE_CUTOFF  # share of the best hit's score; none = off
     feedback_rounds: int | None = None  # recall rounds, 1 (no feedback round) to 3; none = LongTermConfig's default
+    time_weight: float | None = None  # boost of items in a date the question names, 0 (off) to 10; none = default
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40
@@ -115,6 +118,10 @@ class Settings:
     profile_max_keys: int = 200
     api_keys: tuple[str, ...] = field(default_factory=tuple)
     max_body_bytes: int = 4 * 1024 * 1024  # HTTP request body limit of `hmem serve`
+    embed_batch_wait_ms: float = 3.0  # how long concurrent embedding calls may wait to share a model call
+    embed_batch_max: int = 64  # texts per shared model call
+    embed_cache_size: int = 4096  # vectors kept in memory in front of the SQLite embedding cache (0: none)
+    warm_up: bool = False  # load and run the embedding model when the Memory is built (servers)
 
     def __post_init__(self) -> None:
         for name in ("sessions", "summaries", "profile", "items"):
@@ -149,6 +156,15 @@ class Settings:
             raise ConfigError("HMEM_MAX_BODY_BYTES must be at least 1024")
         if self.redis_timeout_s <= 0 or self.llm_timeout_s <= 0:
             raise ConfigError("HMEM_REDIS_TIMEOUT_S and HMEM_LLM_TIMEOUT_S must be positive (seconds)")
+        if self.redis_wait_replicas < 0:
+            raise ConfigError("HMEM_REDIS_WAIT_REPLICAS must be 0 (off) or the number of replicas every Redis write "
+                              "waits for (e.g. 1)")
+        if self.redis_wait_timeout_ms < 1 or (
+            self.redis_wait_replicas > 0 and self.redis_wait_timeout_ms >= self.redis_timeout_s * 1000
+        ):
+            raise ConfigError(f"HMEM_REDIS_WAIT_TIMEOUT_MS must be at least 1 and below HMEM_REDIS_TIMEOUT_S "
+                              f"({self.redis_timeout_s:g} s = {self.redis_timeout_s * 1000:g} ms), or the socket "
+                              f"would time out before WAIT answers; got {self.redis_wait_timeout_ms}")
         if self.reply_reserve < 0 or self.summary_min_messages < 0:
             raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
         if self.recall_k is not None and not 0 <= self.recall_k <= 1000:
@@ -162,6 +178,12 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
+        if self.time_weight is not None and not 0.0 <= self.time_weight <= 10.0:  # before any store is opened
+            raise ConfigError(f"HMEM_TIME_WEIGHT={self.time_weight}: must be a number in [0, 10] (0 = off)")
+        wait = self.embed_batch_wait_ms
+        check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
+                       self.embed_batch_max)
+        check_cache_size(self.embed_cache_size)
 
     def __repr__(self) -> str:
         # Settings end up in logs, tracebacks and test reports: never print a secret.
@@ -277,3 +299,20 @@ def _coerce(annotation: Any, value: Any) -> Any:
             raise ValueError("not a string")
         return value
     raise TypeError(f"unsupported setting type {annotation!r}")  # pragma: no cover - a bug in Settings
+
+
+def check_batching(max_wait_s: object, max_batch: object) -> None:
+    """Raise :class:`ConfigError` unless ``max_wait_s`` is a number in [0, 1] (seconds)
+    and ``max_batch`` an integer >= 1."""
+    if isinstance(max_wait_s, bool) or not isinstance(max_wait_s, int | float) or not 0 <= max_wait_s <= 1:
+        shown = f"{max_wait_s * 1000:g} ms" if isinstance(max_wait_s, int | float) else repr(max_wait_s)
+        raise ConfigError(f"the embedding batch wait must be 0 to 1000 ms (HMEM_EMBED_BATCH_WAIT_MS), got {shown}")
+    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+        raise ConfigError(f"the embedding batch size must be an integer >= 1 (HMEM_EMBED_BATCH_MAX), got {max_batch!r}")
+
+
+def check_cache_size(max_entries: object) -> None:
+    """Raise :class:`ConfigError` unless ``max_entries`` is an integer >= 0."""
+    if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0:
+        raise ConfigError(f"the embedding cache size must be an integer >= 0 (HMEM_EMBED_CACHE_SIZE), "
+                          f"got {max_entries!r}")

@@ -24,19 +24,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hmem import _reads as reads
 from hmem import transfer
 from hmem._options import SYSTEM_PROMPT_ID, AddResult, FactExtractor, MemoryOptions, MemoryParts, When
-from hmem._pipeline import AfterAppend
+from hmem._pipeline import AfterAppend, warm_up_models
 from hmem._readiness import BackendReady, probes, run_probes
-from hmem._reads import context_depth, distinct_sources, find_items, retrieve, session_view, user_stats
 from hmem._worker import SerialWorker
-from hmem.assembly.assemble import TierCaps, assemble, budget_for
+from hmem.assembly.assemble import TierCaps, assemble
 from hmem.assembly.render import ContextTemplate
 from hmem.config import Settings
 from hmem.errors import ConflictError, InvalidInput
 from hmem.protocols import ProfileStore, Tokenizer
 from hmem.tokens import get_tokenizer
-from hmem.tokens.models import resolve_model
 from hmem.types import (
     AssembledContext,
     Hit,
@@ -47,7 +46,6 @@ from hmem.types import (
     check_id,
     check_text,
     coerce_messages,
-    renamed,
     utcnow,
 )
 
@@ -108,7 +106,15 @@ class Memory:
         ``embedder``/``llm``/``vectors`` share an already loaded model or client."""
         from hmem.build import build_parts  # the backends' code loads only when a Memory is built
 
-        return cls(build_parts(settings or Settings.from_env(), embedder=embedder, llm=llm, vectors=vectors))
+        chosen = settings or Settings.from_env()
+        memory = cls(build_parts(chosen, embedder=embedder, llm=llm, vectors=vectors))
+        if chosen.warm_up:
+            try:
+                memory.warm_up()
+            except BaseException:
+                memory.close()
+                raise
+        return memory
 
     @property
     def profile(self) -> ProfileStore:
@@ -185,28 +191,20 @@ class Memory:
         """
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         model_name = model or self.options.model
-        info = resolve_model(model_name)
-        try:
-            reserve = self.options.reply_reserve if reply_reserve is None else reply_reserve
-            limit = budget_for(info.context_window, reserve, budget)
-        except InvalidInput as exc:  # budget_for calls the caller's ``budget`` "explicit"
-            raise renamed(exc, {"explicit": "budget"}) from None
+        limit = reads.prompt_limit(model_name, self.options.reply_reserve if reply_reserve is None else reply_reserve, budget)
         tokenizer = self._tokenizer_for(model_name)
-        buffer, summary, stored_prompt = session_view(self._stores, user, session)
+        buffer, summary, stored_prompt = reads.session_view(self._stores, user, session)
         prompt = system_prompt if system_prompt is not None else stored_prompt
-        if query is None:
-            query = next((m.content for m in reversed(buffer) if m.role == "user" and m.content), None)
-        elif not isinstance(query, str):
-            raise InvalidInput("query must be a string or None", field="query")
+        query = reads.context_query(buffer, query)
         shown = {m.id for m in buffer}
-        bound, fetch = context_depth(limit, k, self.options.recall_k, len(shown))
+        bound, fetch = reads.context_depth(limit, k, self.options.recall_k, len(shown))
         hits: list[Hit] = []
         if query and query.strip() and bound != 0:
             candidates = self._longterm.recall(
                 user, query, fetch, kinds=kinds, since=since, until=until, metadata=metadata,
                 fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
                 mmr_lambda=mmr_lambda)
-            hits = distinct_sources(candidates, exclude=shown)
+            hits = reads.distinct_sources(candidates, exclude=shown)
         return assemble(
             buffer, tokenizer=tokenizer, budget=limit, system_prompt=prompt,
             summary=summary.text if summary and summary.text else None, profile=self._parts.profile.all(user),
@@ -293,14 +291,14 @@ class Memory:
         """The user's long-term items (facts and archived turns), oldest first; or those
         with the given ``ids``, in that order. Optional filters (ANDed): ``session_id``,
         ``source_message_id`` (the turn an item came from), ``kinds``."""
-        return find_items(self._stores, user_id, ids=ids, session_id=session_id,
+        return reads.find_items(self._stores, user_id, ids=ids, session_id=session_id,
                           source_message_id=source_message_id, kinds=kinds)
 
     def retrieve(self, user_id: str, query: str, k: int = 10, *, using: Literal["lexical", "dense"]) -> list[MemoryItem]:
         """One retriever alone, unfused and unboosted: the user's ``k`` best items by BM25
         (``using="lexical"``) or by embedding similarity (``"dense"``). Meant for
         ablations (``hmem eval``); answer with :meth:`recall`."""
-        return retrieve(self._stores, user_id, query, k, using)
+        return reads.retrieve(self._stores, user_id, query, k, using)
 
     # -- sessions -----------------------------------------------------------------------
 
@@ -346,7 +344,10 @@ class Memory:
         """The user's sessions with message count, version and last update, most recent first."""
         return self._sessions.list_sessions(check_id(user_id, "user_id"))
 
-    # -- export / import / stats ----------------------------------------------------------
+    def users(self) -> list[str]:
+        """Every user id with at least one session, sorted (users known only by their
+        profile or items are not listed: open them by id)."""
+        return self._sessions.list_users()
 
     def export_user(self, user_id: str, path: str | os.PathLike[str]) -> int:
         """Write everything of a user to a JSONL file (lossless); returns records written."""
@@ -361,9 +362,7 @@ class Memory:
     def stats(self, user_id: str) -> dict[str, Any]:
         """Counts per tier for one user, and ``embedder``: the model in use, ``fallback``
         (why it stands in for the configured one, else None) and what made the user's vectors."""
-        return user_stats(self._stores, user_id)
-
-    # -- lifecycle --------------------------------------------------------------------------
+        return reads.user_stats(self._stores, user_id)
 
     def readiness(self, timeout_s: float = 2.0) -> dict[str, BackendReady]:
         """Whether each backend (sessions, summaries, profile, items, vectors, lexical)
@@ -371,8 +370,10 @@ class Memory:
         return run_probes(probes(self._stores), timeout_s)
 
     def warm_up(self) -> None:
-        """Load the embedding model now, so the first add or recall does not pay for it."""
-        _ = self._longterm.embedder.dimension
+        """Load the embedding model and run it once, load the chat model's tokenizer and
+        run the offline rules once, then :func:`gc.freeze` what is loaded, so the first add
+        or recall does not pay for them (``HMEM_WARM_UP=true`` / ``hmem serve --warm-up``)."""
+        warm_up_models(self._longterm.embedder, self._tokenizer_for(self.options.model))
 
     def flush(self, timeout: float | None = 60.0) -> bool:
         """Wait until background extraction and compaction have caught up; True if they did."""

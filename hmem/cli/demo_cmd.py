@@ -12,7 +12,8 @@
 3. Prints, per conversation, the profile the offline rules built for the user: the
    canonical keys name, location, occupation, diet, allergies and pets (where
    present), each with its current value and the earlier values with the date of the
-   session that stated them.
+   session that stated them, checked against what the user stated (``profile`` in the
+   sample file): "held" says whether the value and its history are there.
 4. Prints how long each phase took.
 
 The demo is deterministic and offline: it ignores a configured LLM (``HMEM_LLM_*``)

@@ -73,6 +73,9 @@ def add_server_arguments(p: argparse.ArgumentParser, *, upstream_required: bool)
                    help="environment variable holding the upstream API key (default: HMEM_UPSTREAM_API_KEY)")
     p.add_argument("--upstream-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="upstream request timeout (default: 120)")
+    p.add_argument("--defer-reply-store", action="store_true",
+                   help="store the proxied assistant reply after the answer went out (saves one add per answer; "
+                        "only for one instance per session: a crash in between loses that reply)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8080, help="port to bind (default: 8080)")
     p.add_argument("--data", metavar="DIR", default=None,
@@ -84,6 +87,9 @@ def add_server_arguments(p: argparse.ArgumentParser, *, upstream_required: bool)
     p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
                    help="comma-separated proxy addresses whose X-Forwarded-For/-Proto are trusted "
                         "(default: none; '*' trusts every peer)")
+    p.add_argument("--warm-up", action="store_true", default=None,
+                   help="load and run the embedding model before serving, so the first request does not pay "
+                        "for it (default: $HMEM_WARM_UP or off)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(func=run)
 
@@ -102,11 +108,14 @@ def run(args: argparse.Namespace) -> int:
     upstream = None
     if args.upstream:
         upstream = ProxyOptions(upstream=args.upstream, api_key=os.environ.get(args.upstream_key_env) or None,
-                                timeout_s=args.upstream_timeout)
+                                timeout_s=args.upstream_timeout, defer_reply_store=args.defer_reply_store)
         if upstream.api_key is None:
             log.warning("no upstream key in $%s: callers must send X-Upstream-Key (or the upstream needs none)",
                         args.upstream_key_env)
-    settings = Settings.from_env(**({"data_dir": args.data} if args.data else {}))
+    overrides: dict[str, Any] = {"data_dir": args.data} if args.data else {}
+    if getattr(args, "warm_up", None):
+        overrides["warm_up"] = True
+    settings = Settings.from_env(**overrides)
     keyring = KeyRing.parse(settings.api_keys)
     warning = check_bind(args.host, keyring, allow_unauthenticated=args.allow_unauthenticated)
     if warning:

@@ -26,7 +26,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -55,6 +54,7 @@ from hmem.longterm._items import (
     with_previous_turns,
 )
 from hmem.longterm._nearby import near_duplicate, neighbours
+from hmem.longterm._persist import lexical_add, persist
 from hmem.longterm._recall import RecallPorts, run_recall
 from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
@@ -131,12 +131,7 @@ class LongTermStore:
         return self._remember(user_id, check_entries(entries, now=self._clock()))
 
     def _remember(self, user_id: str, checked: Sequence[Entry]) -> list[RememberResult]:
-        with self._lock(user_id):
-            results = self._write(user_id, checked, dedup=True)
-            evicted = self.enforce_retention(user_id)
-        if evicted and results:
-            results[-1] = replace(results[-1], evicted=tuple(evicted))
-        return results
+        return self._ingest(user_id, [], [], checked)[1]
 
     def archive_turns(
         self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]], *,
@@ -148,33 +143,67 @@ class LongTermStore:
         Each turn keeps the turn before it (``previous`` for the first one: the
         session's message preceding this batch) in ``metadata["previous_turn"]``; the
         lexical index sees it (see :mod:`hmem.longterm.index_text`)."""
+        return self.ingest(user_id, session_id, messages, previous=previous)[0]
+
+    def ingest(
+        self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]], *,
+        previous: Message | Mapping[str, Any] | None = None, facts: Iterable[Mapping[str, Any] | str] = (),
+        just_appended: bool = False,
+    ) -> tuple[ArchiveResult, list[RememberResult]]:
+        """:meth:`archive_turns` of ``messages`` and :meth:`remember_many` of ``facts`` in
+        one write: one embedding call for both, one item-store write, one index update
+        (what :meth:`Memory.add <hmem.memory.Memory.add>` does after its append).
+        Everything is validated before anything is written. ``just_appended``: the
+        messages were just appended to their session, whose ids are unique, so the
+        look-up of turns already archived is skipped (one read less per add; a turn
+        archived meanwhile by a compaction is rewritten with the same id and content)."""
         check_id(user_id, "user_id")
         check_id(session_id, "session_id")
         msgs = coerce_messages(messages)
         before = None if previous is None else coerce_messages([previous], "previous")[0]
         entries, skipped = prepare_turns(msgs, session_id, self.config.archive_roles, self.config.turn_importance)
         entries = with_previous_turns(entries, msgs, before, self.config.archive_roles)
+        return self._ingest(user_id, entries, skipped, check_entries(facts, now=self._clock()),
+                            check_archived=not just_appended)
+
+    def _ingest(
+        self, user_id: str, turns: list[Entry], skipped: list[str], facts: Sequence[Entry], *,
+        check_archived: bool = True,
+    ) -> tuple[ArchiveResult, list[RememberResult]]:
+        # Embedded before the user's lock is taken: concurrent adds of one user then meet
+        # in the embedder (one batch for all) instead of queueing for the lock one model
+        # call each. Already archived turns and exact duplicates are embedded too: the
+        # embedding cache answers for them, as it knows every stored text.
+        texts = list(dict.fromkeys(entry_dense_text(e) for e in (*turns, *facts)))
+        if texts:
+            self.check_vectors(user_id, write=True)
+        vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
         with self._lock(user_id):
-            if entries:
+            if turns and check_archived:
                 done = self.items.find_ids(user_id, ItemFilter(
-                    kinds=frozenset({"turn"}), source_message_ids=frozenset(e.source_message_id or "" for e in entries)))
+                    kinds=frozenset({"turn"}), source_message_ids=frozenset(e.source_message_id or "" for e in turns)))
                 if done:
                     have = {it.source_message_id for it in self.items.get(user_id, sorted(done)).values()}
-                    skipped += [e.source_message_id or "" for e in entries if e.source_message_id in have]
-                    entries = [e for e in entries if e.source_message_id not in have]
-            results = self._write(user_id, entries, dedup=False)
+                    skipped = skipped + [e.source_message_id or "" for e in turns if e.source_message_id in have]
+                    turns = [e for e in turns if e.source_message_id not in have]
+            results = self._write(user_id, [*turns, *facts], dedup_from=len(turns), vectors=vectors)
             evicted = self.enforce_retention(user_id)
-        return ArchiveResult(tuple(r.item for r in results), tuple(skipped), tuple(evicted))
+        archived, remembered = results[: len(turns)], results[len(turns) :]
+        if evicted and remembered:
+            remembered[-1] = replace(remembered[-1], evicted=tuple(evicted))
+        return ArchiveResult(tuple(r.item for r in archived), tuple(skipped), tuple(evicted)), remembered
 
-    def _write(self, user_id: str, entries: Sequence[Entry], *, dedup: bool) -> list[RememberResult]:
-        if entries:
-            self.check_vectors(user_id, write=True)
+    def _write(
+        self, user_id: str, entries: Sequence[Entry], *, dedup_from: int, vectors: Mapping[str, list[float]]
+    ) -> list[RememberResult]:
+        """Write ``entries``; those from index ``dedup_from`` on are deduplicated (facts),
+        the ones before are not (archived turns). ``vectors``: by dense text."""
         now = self._clock()
         results: list[RememberResult | None] = [None] * len(entries)
         pending: list[int] = []
         seen: dict[tuple[str, str], int] = {}
         for i, e in enumerate(entries):
-            if dedup:
+            if i >= dedup_from:
                 existing = self.items.find_duplicate(user_id, e.kind, e.text)
                 key = (e.kind, dedup_key(e.text))
                 if existing is not None:
@@ -185,18 +214,21 @@ class LongTermStore:
                     continue
                 seen[key] = i
             pending.append(i)
-        vectors = self.embedder.embed([entry_dense_text(entries[i]) for i in pending]) if pending else []
+        pending_vecs = [vectors[entry_dense_text(entries[i])] for i in pending]
         threshold = self.config.near_duplicate_threshold
         near_ids: list[list[ScoredId]] = [[] for _ in pending]
-        if dedup and threshold is not None and pending:
-            near_ids = neighbours(self.vectors, user_id, vectors)
+        deduped = [j for j, i in enumerate(pending) if i >= dedup_from]
+        if threshold is not None and deduped:
+            found = neighbours(self.vectors, user_id, [pending_vecs[j] for j in deduped])
+            for j, near in zip(deduped, found, strict=True):
+                near_ids[j] = near
         final: dict[str, tuple[MemoryItem, list[float]]] = {}  # item id -> (item, vector), in write order
         batch_vecs: list[tuple[str, np.ndarray[Any, Any]]] = []
-        for i, new_vec, near in zip(pending, vectors, near_ids, strict=True):
+        for i, new_vec, near in zip(pending, pending_vecs, near_ids, strict=True):
             e = entries[i]
             vec = new_vec
             target, sim = None, None
-            if dedup and threshold is not None:
+            if i >= dedup_from and threshold is not None:
                 target, sim = near_duplicate(
                     self.items, user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
             if target is None:
@@ -212,7 +244,7 @@ class LongTermStore:
             final[item.id] = (item, vec)
             batch_vecs.append((item.id, np.asarray(vec, dtype=np.float32)))
         if final:
-            self._persist(user_id, final)
+            persist(self.items, self.vectors, self.lexical, user_id, final)
         # A skipped in-batch duplicate reports the item its twin became.
         out: list[RememberResult] = []
         for i, r in enumerate(results):
@@ -224,39 +256,6 @@ class LongTermStore:
             else:
                 out.append(r)
         return out
-
-    def _persist(self, user_id: str, final: Mapping[str, tuple[MemoryItem, list[float]]]) -> None:
-        written = [it for it, _ in final.values()]
-        previous = self.items.get(user_id, [it.id for it in written])
-        # Order matters: the item store (source of truth) first, then the indexes.
-        self.items.put(written)
-        try:
-            self.vectors.upsert(user_id, [it.id for it in written], [v for _, v in final.values()],
-                                [index_metadata(it) for it in written])
-            self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in written])
-        except BaseException:
-            # An index refused the batch (e.g. Chroma down): undo the item-store write so a
-            # retry is not mistaken for a duplicate of an item no index knows. If this undo
-            # is itself interrupted, the item is stored but unindexed and reindex() repairs.
-            new_ids = [it.id for it in written if it.id not in previous]
-            self.items.delete(user_id, new_ids)
-            if previous:
-                self.items.put(list(previous.values()))
-            with contextlib.suppress(Exception):
-                self.vectors.delete(user_id, new_ids)
-                for doc_id in new_ids:
-                    self.lexical.remove(user_id, doc_id)
-            raise
-
-    def _lexical_add(self, user_id: str, docs: Sequence[tuple[str, str]]) -> None:
-        # ``add`` replaces an existing doc id (LexicalIndex contract). hmem's indexes also
-        # offer ``add_many`` (one transaction for the batch), which ingest throughput needs.
-        add_many = getattr(self.lexical, "add_many", None)
-        if add_many is not None:
-            add_many(user_id, docs)
-        else:
-            for doc_id, text in docs:
-                self.lexical.add(user_id, doc_id, text)
 
     # -- recall -------------------------------------------------------------------
 
@@ -357,7 +356,7 @@ class LongTermStore:
             self.lexical.delete_user(user_id)
             for start in range(0, len(everything), batch_size):
                 batch = everything[start : start + batch_size]
-                self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in batch])
+                lexical_add(self.lexical, user_id, [(it.id, lexical_text(it)) for it in batch])
             with self._locks_guard:
                 self._stamped.add(user_id)
         return len(everything)
@@ -394,5 +393,5 @@ class LongTermStore:
             self.check_vectors(user_id, write=True)
             self.items.put(list(items))
             self.vectors.upsert(user_id, [it.id for it in items], vecs, [index_metadata(it) for it in items])
-            self._lexical_add(user_id, [(it.id, lexical_text(it)) for it in items])
+            lexical_add(self.lexical, user_id, [(it.id, lexical_text(it)) for it in items])
         return len(items)

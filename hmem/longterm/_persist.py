@@ -1,0 +1,70 @@
+"""Writing long-term items to the three stores of a user, in the fixed order of
+:mod:`hmem.longterm.store`: the item store (source of truth) first, then the vector and
+lexical indexes; an index that refuses the batch undoes the item-store write, so a
+retry is not mistaken for a duplicate of an item no index knows.
+
+Example::
+
+    >>> from hmem.backends.memory.items import MemoryItemStore
+    >>> from hmem.backends.memory.lexical import MemoryLexicalIndex
+    >>> from hmem.backends.memory.vectors import MemoryVectorIndex
+    >>> from hmem.types import MemoryItem
+    >>> items, lexical = MemoryItemStore(), MemoryLexicalIndex()
+    >>> tea = MemoryItem(id="a", user_id="u", text="I like green tea")
+    >>> persist(items, MemoryVectorIndex(), lexical, "u", {"a": (tea, [1.0, 0.0])})
+    >>> sorted(items.get("u", ["a"])), [h.id for h in lexical.search("u", "tea", 1)]
+    (['a'], ['a'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+
+from hmem.longterm._args import index_metadata
+from hmem.longterm.index_text import lexical_text
+from hmem.protocols import ItemStore, LexicalIndex, VectorIndex
+from hmem.types import MemoryItem
+
+__all__ = ["lexical_add", "persist"]
+
+
+def persist(
+    items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, user_id: str,
+    final: Mapping[str, tuple[MemoryItem, list[float]]],
+) -> None:
+    """Write ``final`` (item id → (item, vector)): the item store first, then the indexes;
+    if an index refuses, the item-store write is undone (see the module doc)."""
+    written = [it for it, _ in final.values()]
+    previous = items.get(user_id, [it.id for it in written])
+    # Order matters: the item store (source of truth) first, then the indexes.
+    items.put(written)
+    try:
+        vectors.upsert(user_id, [it.id for it in written], [v for _, v in final.values()],
+                       [index_metadata(it) for it in written])
+        lexical_add(lexical, user_id, [(it.id, lexical_text(it)) for it in written])
+    except BaseException:
+        # An index refused the batch (e.g. Chroma down): undo the item-store write so a
+        # retry is not mistaken for a duplicate of an item no index knows. If this undo
+        # is itself interrupted, the item is stored but unindexed and reindex() repairs.
+        new_ids = [it.id for it in written if it.id not in previous]
+        items.delete(user_id, new_ids)
+        if previous:
+            items.put(list(previous.values()))
+        with contextlib.suppress(Exception):
+            vectors.delete(user_id, new_ids)
+            for doc_id in new_ids:
+                lexical.remove(user_id, doc_id)
+        raise
+
+
+def lexical_add(lexical: LexicalIndex, user_id: str, docs: Sequence[tuple[str, str]]) -> None:
+    """Add ``docs`` (id, text) to ``lexical``, in one transaction where the index offers it."""
+    # ``add`` replaces an existing doc id (LexicalIndex contract). hmem's indexes also
+    # offer ``add_many`` (one transaction for the batch), which ingest throughput needs.
+    add_many = getattr(lexical, "add_many", None)
+    if add_many is not None:
+        add_many(user_id, docs)
+    else:
+        for doc_id, text in docs:
+            lexical.add(user_id, doc_id, text)
