@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from hmem.config import check_batching
 from hmem.errors import InvalidInput, ProviderError
-from hmem.providers.embed import _check_texts
+from hmem.providers.embed import WrappedEmbedder, _check_texts
 
 __all__ = ["BatchingEmbedder"]
 
@@ -54,14 +54,14 @@ class _Request:
     done: bool = field(default=False)
 
 
-class BatchingEmbedder:
+class BatchingEmbedder(WrappedEmbedder):
     """An :class:`~hmem.protocols.Embedder` that coalesces concurrent calls to ``inner``
     (see the module doc). ``calls`` counts the model calls made, ``requests`` the calls
     received; :meth:`close` waits for a running batch and refuses new calls."""
 
     def __init__(self, inner: Any, *, max_wait_s: float = 0.003, max_batch: int = 64) -> None:
         check_batching(max_wait_s, max_batch)
-        self._inner = inner
+        super().__init__(inner)
         self._max_wait_s = float(max_wait_s)
         self._max_batch = max_batch
         self._cond = threading.Condition()
@@ -71,23 +71,6 @@ class BatchingEmbedder:
         self._closed = False
         self.calls = 0
         self.requests = 0
-
-    @property
-    def model_name(self) -> str:
-        return str(self._inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self._inner.dimension)
-
-    @property
-    def symmetric(self) -> bool:
-        return bool(getattr(self._inner, "symmetric", False))
-
-    @property
-    def fallback(self) -> str | None:
-        reason = getattr(self._inner, "fallback", None)
-        return None if reason is None else str(reason)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._submit("embed", texts)

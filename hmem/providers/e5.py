@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from hmem.errors import ConfigError, HmemError, ProviderError
-from hmem.providers.embed import _check_texts
+from hmem.providers.embed import WrappedEmbedder, _check_texts
 
 __all__ = ["E5_VARIANTS", "E5Embedder", "FallbackEmbedder", "e5_problem"]
 
@@ -140,7 +140,7 @@ class E5Embedder:
         return out
 
 
-class FallbackEmbedder:
+class FallbackEmbedder(WrappedEmbedder):
     """The embedder that runs in place of the configured one, which cannot run here.
 
     Everything is delegated to ``inner``; :attr:`fallback` says what was asked for and
@@ -155,25 +155,13 @@ class FallbackEmbedder:
     """
 
     def __init__(self, inner: Any, *, requested: str, reason: str) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.requested = requested
         self.reason = reason
 
     @property
     def fallback(self) -> str:
         return f"{self.requested} cannot run here ({self.reason}); using {self._inner.model_name} instead"
-
-    @property
-    def model_name(self) -> str:
-        return str(self._inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self._inner.dimension)
-
-    @property
-    def symmetric(self) -> bool:
-        return bool(getattr(self._inner, "symmetric", False))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return list(self._inner.embed(texts))

@@ -50,6 +50,7 @@ __all__ = [
     "OpenAICompatibleEmbedder",
     "SentenceTransformerEmbedder",
     "SqliteEmbeddingCache",
+    "WrappedEmbedder",
     "default_model_path",
     "text_hash",
 ]
@@ -260,20 +261,12 @@ class OpenAICompatibleEmbedder:
         return self.embed(texts)
 
 
-class CachedEmbedder:
-    """An :class:`~hmem.protocols.Embedder` that computes each distinct text once.
+class WrappedEmbedder:
+    """Base of the embedders that wrap another (cache, batcher, fallback, call counter):
+    they answer for the inner model's name, dimension, symmetry and fallback reason."""
 
-    ``computed`` counts texts the inner embedder actually embedded; ``cached`` counts
-    cache hits — so a caller (or a test) can see that re-indexing recomputed nothing.
-    Query vectors of an asymmetric model are cached apart from passage vectors (key
-    ``<model>|query``); a symmetric model (``inner.symmetric``) shares one entry per text.
-    """
-
-    def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
+    def __init__(self, inner: Any) -> None:
         self._inner = inner
-        self._cache = cache
-        self.computed = 0
-        self.cached = 0
 
     @property
     def model_name(self) -> str:
@@ -292,6 +285,22 @@ class CachedEmbedder:
         """Why the inner embedder stands in for the configured one (None: it does not)."""
         reason = getattr(self._inner, "fallback", None)
         return None if reason is None else str(reason)
+
+
+class CachedEmbedder(WrappedEmbedder):
+    """An :class:`~hmem.protocols.Embedder` that computes each distinct text once.
+
+    ``computed`` counts texts the inner embedder actually embedded; ``cached`` counts
+    cache hits — so a caller (or a test) can see that re-indexing recomputed nothing.
+    Query vectors of an asymmetric model are cached apart from passage vectors (key
+    ``<model>|query``); a symmetric model (``inner.symmetric``) shares one entry per text.
+    """
+
+    def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
+        super().__init__(inner)
+        self._cache = cache
+        self.computed = 0
+        self.cached = 0
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return self._cached(texts, self.model_name, self._inner.embed)

@@ -22,14 +22,16 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from hmem.providers.embed import WrappedEmbedder
+
 __all__ = ["CountingEmbedder"]
 
 
-class CountingEmbedder:
+class CountingEmbedder(WrappedEmbedder):
     """Delegates to ``inner``; ``batches`` lists ``(method, number of texts)`` per call."""
 
     def __init__(self, inner: Any) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._lock = threading.Lock()
         self.batches: list[tuple[str, int]] = []
 
@@ -44,18 +46,6 @@ class CountingEmbedder:
         """Texts passed on so far."""
         with self._lock:
             return sum(n for _, n in self.batches)
-
-    @property
-    def model_name(self) -> str:
-        return str(self._inner.model_name)
-
-    @property
-    def dimension(self) -> int:
-        return int(self._inner.dimension)
-
-    @property
-    def symmetric(self) -> bool:
-        return bool(getattr(self._inner, "symmetric", False))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self._count("embed", texts)
