@@ -29,9 +29,13 @@ from pathlib import Path
 import pytest
 from redis.cluster import RedisCluster
 
-from hmem.backends.redis.client import connect_redis
+from hmem.backends.redis.client import ReplicaWait, connect_redis
 
 NODES = 6
+#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path the
+#: contract suites run on the cluster (a pipeline on the slot's master, or MULTI/EXEC/WAIT
+#: on the watched connection).
+WAIT_ONE = ReplicaWait(1, 2000)
 _ARGV: dict[int, list[str]] = {}  # port -> how its redis-server was started (for restart_node)
 _BUS_OFFSET = 10000  # Redis Cluster's node-to-node bus listens on port + 10000
 _START_TIMEOUT_S = 30.0

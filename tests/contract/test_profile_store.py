@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
+from cluster_helpers import WAIT_ONE, ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.profile import MemoryProfileStore
-from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.profile import RedisProfileStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.profile import SqliteProfileStore
@@ -57,10 +56,6 @@ class TestRedisClusterProfileStore(ProfileStoreContract):
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield ProfileBackend(lambda **kw: RedisProfileStore(client, prefix=prefix, **kw), persistent=True)
 
-
-#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
-#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
-WAIT_ONE = ReplicaWait(1, 2000)
 
 
 class TestRedisClusterWaitProfileStore(ProfileStoreContract):

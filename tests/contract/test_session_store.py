@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
+from cluster_helpers import WAIT_ONE, ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_prefix  # noqa: F401  (fixture)
 
 from hmem.backends.memory.sessions import MemorySessionStore
-from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.sessions import RedisSessionStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
@@ -69,10 +68,6 @@ class TestRedisClusterSessionStore(SessionStoreContract):
             yield SessionBackend(lambda ttl: RedisSessionStore(client, prefix=prefix, ttl_seconds=ttl), time.sleep,
                                  ttl=1.0)
 
-
-#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
-#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
-WAIT_ONE = ReplicaWait(1, 2000)
 
 
 class TestRedisClusterWaitSessionStore(SessionStoreContract):

@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
+from cluster_helpers import WAIT_ONE, ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from redis_helpers import redis_client_prefix
 
 from hmem.backends.memory.summaries import MemorySummaryStore
-from hmem.backends.redis.client import ReplicaWait
 from hmem.backends.redis.summaries import RedisSummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
@@ -63,10 +62,6 @@ class TestRedisClusterSummaryStore(SummaryStoreContract):
         with cluster_client_prefix(redis_cluster) as (client, prefix):
             yield RedisSummaryStore(client, prefix=prefix)
 
-
-#: Every write waits for one replica (``HMEM_REDIS_WAIT_REPLICAS=1``): the WAIT path
-#: (a pipeline on the slot's master, or MULTI/EXEC/WAIT on the watched connection).
-WAIT_ONE = ReplicaWait(1, 2000)
 
 
 class TestRedisClusterWaitSummaryStore(SummaryStoreContract):
