@@ -65,7 +65,7 @@ _CHAT = [  # chat spellings and contractions → plain words (word-bounded, case
     (r"\b(?:bc|cuz|coz)\b", "because"), (r"\bw/", "with "), (r"&", " and "), (r"\bnames (?=[A-Z])", "name is "),
 ]  # fmt: skip
 _CHAT_RE = [(re.compile(p, re.IGNORECASE if p != r"\bi\b" else 0), r) for p, r in _CHAT]
-_FILLER_EN = re.compile(r"\b(?:btw|fyi|tbh|imo|lol|lmao|haha+|hehe|ngl|tbf|lowkey|honestly)\b", re.IGNORECASE)
+_FILLER_EN = re.compile(r"\b(?:btw|fyi|fwiw|tbh|imo|imho|iirc|afaik|lol|lmao|haha+|hehe|ngl|tbf|lowkey|honestly)\b", re.IGNORECASE)
 _LABELS = [  # "Love: jazz, cycling" → "I love jazz, cycling"
     (r"(?:loves?|likes?|hobbies|interests)", "I love"), (r"(?:hates?|dislikes?)", "I hate"),
     (r"(?:allergies|allergic to|allergy)", "I am allergic to"), (r"languages?", "I speak"),
@@ -115,12 +115,16 @@ _EN_CLAUSE_START = re.compile(
     r"and|but|so|because|since|though|which|who|where|when|while|as|plus|also|please|thanks|ok|okay|anyway|still|just|"
     r"now|currently|originally|recently|already|what|how|why|can|could|would|should|do|does|did|is|are|was|were|"
     r"from|in|at|based|born|living|live|moved|grew|working|teaching|studying|doing|married|divorced|single|"
-    r"retired|engaged|used|got|been|not|no|never|love|hate|ideas?|need|help|\d)\b|[\d{cjk}]".replace("{cjk}", CJK),
+    r"retired|engaged|used|got|been|not|no|never|love|hate|ideas?|need|help|recommend|suggest|tell|explain|pls|plz|"
+    r"\d)\b|[\d{cjk}]".replace("{cjk}", CJK),
     re.IGNORECASE,
 )
-_NAME_INTRO = re.compile(r"(?:\bI am|\bname is|^call me|^this is)\s+[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?$|^[A-Z][a-z]+ here$")
+_NAME_INTRO = re.compile(r"(?:\bI am|\bname is|^call me|^this is)\s+(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z][\w'-]+"
+                         r"(?:\s+[A-Z][\w'-]+)?$|^[A-Z][a-z]+ here$")
 
 
+#: "I'm Sam, 22, nursing student at …": a bare age; what follows it is the next apposition.
+_BARE_AGE = re.compile(r"\d{1,2}(?:\s*(?:yo|y/o|years old))?")
 _AND_OBJECT = re.compile(r"and\s+(?:a|an|one|two|three|four|\d+|some|several)\s", re.IGNORECASE)
 
 
@@ -132,7 +136,7 @@ def _segments(sentence: str) -> list[str]:
         first = True
         for piece in (p for p in pieces if p):
             joins = not first and (not _EN_CLAUSE_START.match(piece) or _AND_OBJECT.match(piece)) \
-                and not _NAME_INTRO.search(out[-1])
+                and not _NAME_INTRO.search(out[-1]) and not _BARE_AGE.fullmatch(out[-1])
             if joins and not re.search(rf"[{CJK}]$", out[-1]):
                 out[-1] = f"{out[-1]}, {piece}"  # a list item or an apposition: same clause
             else:
@@ -150,7 +154,9 @@ def _alt(words: frozenset[str] | tuple[str, ...]) -> str:
 _EN_REL = _alt(PARTNER_WORDS | CHILD_WORDS | FAMILY_WORDS | OTHER_PEOPLE | {"best friend", "ex"})
 _EN_LEAD = re.compile(
     r"^(?:(?:oh|ok|okay|so|well|yeah|yes|hey|hi|hello|and|also|anyway|actually|plus|just|like|but|though|although|"
-    r"because|since|whereas|while|cause)\b(?!\s+from\b)[,!]?\s*)+",
+    r"because|since|whereas|while|cause|(?:pls|please|just) note(?: that)?|heads up|for context|"
+    r"just so (?:you|u) know|(?:now|currently|still)(?=,?\s+(?:I|my|we|our|he|she|they|his|her|their)\b))"
+    r"\b(?!\s+from\b)[,!:]?\s*)+",
     re.IGNORECASE)
 _EN_WITH = re.compile(rf"^(?:(?:me and|both) my (?:\w+ )?(?:{_EN_REL})(?-i: [A-Z][a-z]+)?|my (?:\w+ )?(?:{_EN_REL})"
                       rf"(?-i: [A-Z][a-z]+)? and I|(?-i:[A-Z][a-z]+) and I)\b\s*", re.IGNORECASE)
@@ -162,7 +168,8 @@ _EN_OTHER = re.compile(rf"^(?:(?:hello|hi|hey|greetings) from|he|she|they|it|thi
 _ZH_LEAD = re.compile(r"^(?:(?:大家好|你好|您好|哈喽|嗨|(?:hi|hello|hey)(?!\s+from\b)|嗯|哦|噢|其实|对了|另外|顺便说一下|顺便说|话说|"
                       r"说真的|不过|但是|可是|而且|并且|所以|因为|然后|后来|同时|因此)[,!。\s]*)+", re.IGNORECASE)
 _ZH_REL = _alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_OTHER_PEOPLE)
-_ZH_WITH = re.compile(rf"^我(?:和|跟|与)我的?\s*(?:{_ZH_REL}|{_EN_REL})\s*")
+_ZH_WITH = re.compile(rf"^我(?:和|跟|与)我的?\s*(?:{_ZH_REL}|{_EN_REL})\s*|"
+                      rf"^我的?\s*(?:{_ZH_REL}|(?i:{_EN_REL}))(?:\s*[A-Z][a-z]+|[{CJK}]{{2,3}})?\s*(?:和|跟)我(?:一起)?\s*")
 _ZH_WE = re.compile(r"^(?:我们(?:全家|一家|家)?|我家(?!乡|人)里?|咱们?家?)\s*")
 _ZH_MY = re.compile(rf"^我的|^我\s*(?:{_ZH_REL}|(?i:{_EN_REL})\b)")
 _ZH_SELF = re.compile(r"^(?:本人|我自己|我)\s*")
@@ -245,7 +252,8 @@ _OTHER = re.compile(
     r"\b(?:pretend|pretending|imagine|role[- ]?play|act as|as if|my (?:novel|story|book|screenplay|script|game)|"
     r"main character|the character|fictional|translate|how do (?:you|I) say|just kidding|jk|joking|username|"
     r"writing (?:a|my|the) (?:novel|story|book|script|screenplay|poem|song))\b|"
-    r"假装|扮演|角色|小说|剧本|故事里|游戏里|翻译|怎么说|开玩笑|玩笑|用户名|网名|帮我\s*write|write a bio", re.IGNORECASE)
+    r"假装|扮演|角色|小说|剧本|故事里|游戏里|主角|女主|男主|翻译|怎么说|开玩笑|玩笑|用户名|网名|帮我\s*write|write a bio|"
+    r"写一?[个篇段]\s*(?i:story|故事)", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|none|nobody|neither|nor|without)\b|n't\b|不(?!过|错|少)|没|未(?!来)|别(?!人)|非(?!常)|无(?!论)",
     re.IGNORECASE)

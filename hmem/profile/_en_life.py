@@ -20,8 +20,16 @@ import re
 from collections.abc import Sequence
 
 from hmem.errors import InvalidInput
-from hmem.profile._clauses import CURRENT, STAY, Clause, allowed, negated
-from hmem.profile._lex_en import ANIMALS, CHILD_WORDS, DIET_LABELS, FAMILY_WORDS, NOT_NAMES, PARTNER_WORDS
+from hmem.profile._clauses import CURRENT, STAY, Clause, allowed, negated, opens_sentence
+from hmem.profile._lex_en import (
+    ANIMALS,
+    CHILD_WORDS,
+    DIET_LABELS,
+    DIET_SPELLINGS,
+    FAMILY_WORDS,
+    NOT_NAMES,
+    PARTNER_WORDS,
+)
 from hmem.profile._values import Found, entity, fact, items
 from hmem.profile.schema import canonical_key
 
@@ -74,8 +82,10 @@ def _kind(kind: str, plural: str | None) -> str:
     return word
 
 
-def _names(text: str) -> list[str]:
-    return [n for n in re.findall(_NAME, re.sub(r"\(\d+\)", "", text)) if n.lower() not in NOT_NAMES]
+def _names(text: str, explicit: bool = False) -> list[str]:
+    """Names in ``text``; after "named"/"called" any capitalised word is one ("a parrot called Kiwi")."""
+    stop = {"i", "the", "my", "our", "it", "him", "her", "them"} if explicit else NOT_NAMES
+    return [n for n in re.findall(_NAME, re.sub(r"\(\d+\)", "", text)) if n.lower() not in stop]
 
 
 def _entities(key: str, kind: str, names: list[str], c: Clause, conf: float) -> list[Found]:
@@ -99,7 +109,7 @@ def _had(cs: Sequence[Clause], i: int, m: re.Match[str]) -> list[Found]:
         key = _key(m.group("kind"))
         rest = m.group("rest")
         named = re.match(rf"^\s*,?\s*(?:(?:named|called) )?(?P<n>{_NAMES})", rest)
-        names = _names(named.group("n")) if named else []
+        names = _names(named.group("n"), "named" in named.group(0) or "called" in named.group(0)) if named else []
         if first and not names:
             for x in [x for x in cs[i + 1:] if x.sentence == c.sentence][:2]:
                 after = re.search(rf"\b(?:named|call|called) (?:her|him|it|them) (?P<n>{_NAME})", x.text)
@@ -123,7 +133,8 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
         if key is None or (key == "partner" and pm.group("pl")):
             continue
         rest = pm.group("rest")
-        named = re.match(rf"^(?:,\s*|\s+)(?:(?:is |was )?(?:named|called) )?(?P<n>{_NAME})(?![\w'])", rest)
+        many = pm.group("pl") or re.search(r"(?:parents|kids|children|twins|siblings|grandparents)$", pm.group("kind"), re.I)
+        named = re.match(rf"^(?:,\s*|\s+)(?:(?:is |was )?(?:named|called) )?(?P<n>{_NAMES if many else _NAME})(?![\w'])", rest)
         before = re.search(rf"(?P<n>{_NAME}),\s*$", c.text[: pm.start()]) or (  # "Marcus, my fiancé, …"
             re.fullmatch(rf"(?P<n>{_NAME})", cs[i - 1].bare) if i > 0 and cs[i - 1].sentence == c.sentence
             and pm.start() == 0 else None)
@@ -131,7 +142,7 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
         listed = re.match(rf"^\s+(?:are|is)\s+(?P<n>{_NAMES})\s*$", rest)
         called = re.match(rf"^'s name is (?P<n>{_NAME})", rest)
         said = listed or called or named
-        names = _names(said.group("n")) if said else []
+        names = _names(said.group("n"), re.search(r"named|called|name is", said.group(0)) is not None) if said else []
         kind = _kind(pm.group("kind"), pm.group("pl"))
         if key == "family" and not names:
             continue
@@ -141,19 +152,25 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
             and not negated(c.pred[: m.start("kind")]):
         out += _had(cs, i, m)
     if c.subject == "self" and allowed(c, CURRENT):
-        m = re.search(r"\b(?:with|(?:mom|mum|dad|mother|father|parent) of) (?:my )?(?P<q>\d+|two|three|four|five|six)"
-                      r"(?:\s+(?:little |young |small |grown )?(?P<kind>kids|children|little ones|sons|daughters|boys|"
-                      r"girls)\b|(?=$|,| and\b))", c.pred, re.IGNORECASE)
-        if m and (m.group("kind") or not m.group(0).startswith("with")):
-            kind = {"boys": "son", "girls": "daughter"}.get((m.group("kind") or "").lower()) or \
-                _kind(m.group("kind") or "kids", None)
-            out.append(fact("children", kind, 0.75, c.text))
+        m = _KIDS_OF.search(c.pred)
+        work = re.search(r"\b(?:work|works|working|teach|teaching|volunteer|volunteering|deal|dealing)\b", c.pred)
+        if m and (m.group("kind") or not m.group(0).lower().startswith("with")) and not (work and m.start() > work.start()):
+            kind = _kind({"boy": "son", "girl": "daughter"}.get((m.group("kind") or "kid").lower().rstrip("s"),
+                                                                 m.group("kind") or "kids"), None)
+            named = re.match(rf"^(?:,\s*|\s+(?:named|called)\s+)(?P<n>{_NAMES})\s*(?:$|[,.!])", m.group("rest"))
+            names = _names(named.group("n"), True) if named else []
+            out += _entities("children", kind, names, c, 0.75)
         m = re.match(rf"^(?:am|are) (?:happily )?married(?: to (?P<n>{_NAME}))?(?=$|,|\s)", c.pred)
         if m and not negated(c.pred[: m.start(0) + 4]):
             out.append(fact("partner", entity("spouse", m.group("n")), 0.8, c.text))
     return out
 
 
+#: "married with two boys, Felix and Rory", "a single dad to a 10 year old girl named Zuri", "mum of three".
+_KIDS_OF = re.compile(r"\b(?:with (?:my )?(?:\d+|two|three|four|five|six)|(?:mom|mum|dad|mother|father|parent) (?:of|to) "
+                      r"(?:my )?(?:\d+|two|three|four|five|six|an?|one|twin))(?:\s+(?:\d+|[a-z]+)[- ]year[- ]old)?"
+                      r"(?:\s+(?:little |young |small |grown |twin )?(?P<kind>kids?|children|little ones|sons?|daughters?|"
+                      r"boys?|girls?)\b|(?=$|,| and\b| here\b))(?P<rest>.*)$", re.IGNORECASE)
 _FOLLOWUP = re.compile(rf"^(?:(?:his|her|its|their) names? (?:is|are)|(?:he|she|it) is (?:called|named)|(?:a|an) {_ADJ}"
                        rf"(?P<kind>{_alt(ANIMALS)}) (?:named|called)) (?P<n>{_NAMES})$", re.IGNORECASE)
 
@@ -205,7 +222,7 @@ def _diet(cs: Sequence[Clause], i: int) -> list[Found]:
     if m:
         label = m.group("l")
     for one in re.findall(rf"{_DIET}|coeliac|celiac", label or "", re.IGNORECASE):
-        out.append(fact("diet", "gluten-free" if one.lower() in ("coeliac", "celiac") else one.lower(), 0.85, c.text))
+        out.append(fact("diet", DIET_SPELLINGS.get(one.lower(), one.lower()), 0.85, c.text))
     if c.subject in ("self", "with"):
         m = re.search(r"\b(?:don't|do not|never|can't|cannot|won't) (?:really |ever |usually )?(?:eat|drink|touch)"
                       r"(?:\s+(?P<v>.+))?$", p, re.IGNORECASE) or \
@@ -275,8 +292,10 @@ def _tastes(cs: Sequence[Clause], i: int) -> list[Found]:
     fan = re.match(r"^(?:a )?(?:big|huge|massive|total|die-hard|lifelong) fan of (?P<v>.+?)(?: here)?$", c.bare, re.I)
     if fan and c.subject == "self" and (found := _objects(fan.group("v"))):
         out.append(fact("likes", found, 0.7, c.text))
-    if c.subject not in ("self", "with") or c.pred == c.bare:  # likes need a stated "I"
+    dropped = c.pred == c.bare and opens_sentence(cs, i) and _DROPPED_I.match(p)  # "can't stand coriander"
+    if c.subject not in ("self", "with") or (c.pred == c.bare and not dropped):  # else likes need a stated "I"
         return out
+    p = f"am {p}" if dropped and p.lower().startswith("not") else p
     adv = r"(?:(?:really|absolutely|totally|just|also|still|truly|genuinely|definitely|kinda|kind of|pretty much|" \
           r"do|actually|so|seriously|deeply) )*"
     rules = (
@@ -312,6 +331,10 @@ def _tastes(cs: Sequence[Clause], i: int) -> list[Found]:
     return out
 
 
+#: Taste statements people type without the "I" at the start of a message.
+_DROPPED_I = re.compile(r"^(?:(?:(?:really|absolutely|totally|just|genuinely) )*(?:can't stand|cannot stand|hate|dislike|"
+                        r"detest|loathe|love|adore)|not (?:a |really a |much of a )?(?:big |huge )?fan of)\s+"
+                        r"(?!(?:the|this|that|these|those|your|my|it|how|when|what|to|being|having)\b)", re.I)
 _PAST_PET = re.compile(r"\b(?:died|passed away|passed|was put down|had to be put down|crossed the rainbow bridge)\b")
 
 

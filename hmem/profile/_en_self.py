@@ -29,17 +29,18 @@ def _alt(words: object) -> str:
 
 
 _LANG = rf"(?:(?i:{_alt(LANGUAGES)})\b(?: sign language)?|{_alt(ZH_LANGUAGES)})"
-_HOW_WELL = r"(?:(?:a little|a bit of|a bit|some|basic|fluent|conversational|broken|native|decent|good)\s+)?"
+_HOW_WELL = r"(?:(?:a little bit of|a little bit|a little|a bit of|a bit|some|basic|fluent|conversational|broken|native|decent|good)\s+)?"
 #: A list of languages: "Polish, English and German", "French and a little Arabic", "普通话 and Hokkien".
 _WHERE = r"(?:\s+(?:at home|at work|with (?:my )?\w+|fluently|well|too|natively|as well))?"
-LANG_LIST = re.compile(rf"{_LANG}{_WHERE}(?:\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&|、|和|跟|以及)\s*{_HOW_WELL}{_LANG}"
+LANG_LIST = re.compile(rf"{_LANG}{_WHERE}(?:\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&|/|、|和|跟|以及)\s*{_HOW_WELL}{_LANG}"
                        rf"{_WHERE})*")
 _DEMONYM = rf"(?i:{_alt(DEMONYMS)})"
 #: A stated time zone: "Pacific time", "EST", "GMT+1", "东八区".
 TZ = re.compile(
     r"(?:UTC|GMT)\s?[+\-−]\s?\d{1,2}(?::?\d{2})?|(?i:(?:pacific|mountain|central|eastern|atlantic|"
+    r"(?:central|eastern|western) european|"
     r"uk|london|beijing|china|tokyo|paris|sydney|singapore)(?: standard| daylight)? time)|"
-    r"\b(?:PST|PDT|PT|MST|MDT|CST|CDT|EST|EDT|ET|GMT|BST|CET|CEST|EET|JST|KST|SGT|HKT|AEST|AEDT|NZST|UTC)\b|"
+    r"\b(?:PST|PDT|PT|MST|MDT|CST|CDT|EST|EDT|ET|GMT|BST|CET|CEST|EET|JST|KST|SGT|HKT|AEST|AEDT|ACST|ACDT|AWST|NZST|NZDT|IST|WIB|PHT|MSK|SAST|HST|AKST|UTC)\b|"
     r"\b[A-Z][a-z]+/[A-Z][A-Za-z_]+\b|东[一二三四五六七八九十]{1,2}区|西[一二三四五六七八九十]{1,2}区|"
     r"北京时间|美东时间|美西时间|太平洋时间|东部时间|中部时间|格林尼治时间|日本时间")
 
@@ -51,7 +52,7 @@ def languages_in(text: str, *, loose: bool = False) -> tuple[str, ...] | None:
     """The language names of a list at the start of ``text``; with ``loose`` (after
     "母语是" / "会说") any Chinese "…语/…话" counts, known to the lexicon or not."""
     lang = f"(?:{_LANG}|{_ZH_ANY_LANG})" if loose else _LANG
-    sep = r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&|、|和|跟|以及)\s*"
+    sep = r"\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&|/|、|和|跟|以及)\s*"
     m = re.match(rf"{lang}{_WHERE}(?:{sep}{_HOW_WELL}{lang}{_WHERE})*", text.strip())
     if not m:
         return None
@@ -83,7 +84,7 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
         name = en_name(c.pred[6:])
         if name:
             out.append(fact("name", name, 0.85, c.text))
-    m = re.match(r"^am\s+(?P<v>[A-Z][\w']*(?:\s+[A-Z][\w']*){0,2}|[" + CJK + r"]{2,4})(?P<rest>.*)$", c.pred)
+    m = re.match(r"^am\s+(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?(?P<v>[A-Z][\w']*(?:\s+[A-Z][\w']*){0,2}|[" + CJK + r"]{2,4})(?P<rest>.*)$", c.pred)
     if m and c.subject == "self" and not re.match(r"^[-\s]*(?:-|based|born|year|citizen|national)", m.group("rest")):
         name = en_name(m.group("v"))
         if name and name.lower() not in JOBS and name.lower() not in FIELDS and name.lower() not in TIMEZONES:
@@ -190,6 +191,9 @@ def _hometown(cs: Sequence[Clause], i: int) -> list[Found]:
             if place and place.lower() not in FIELDS:
                 out.append(fact("hometown", place, confidence, c.text))
                 break
+    m = re.search(r"\b(?:have )?lived in (?P<v>.+?) (?:my (?:whole|entire) life|all my life)\b", p)
+    if m and not negated(p[: m.start("v")]) and (place := en_place(m.group("v"))):
+        out.append(fact("hometown", place, 0.8, c.text))  # …and the location (the _LIVE rule)
     m = re.search(r"\b(?:a|an) (?P<v>[A-Z][a-z]+(?: [A-Z][a-z]+)?) native\b", p)
     if m and not out:
         out.append(fact("hometown", m.group("v"), 0.7, c.text))
@@ -198,6 +202,7 @@ def _hometown(cs: Sequence[Clause], i: int) -> list[Found]:
 
 _LIVE = re.compile(
     r"\b(?:live|lives|living|am living|have been living|have lived|reside|residing|am based|based|am located|located|"
+    r"am renting|are renting|"
     r"am settled|settled|live and work|work and live)\s+(?:in|out of)\s+(?P<v>.+)$", re.IGNORECASE)
 _MOVED = re.compile(r"\b(?:moved|relocated|emigrated|immigrated|have moved|have relocated)\s+(?:back\s+)?"
                     r"(?:here\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<v>.+)$", re.IGNORECASE)
@@ -260,7 +265,8 @@ def _timezone(cs: Sequence[Clause], i: int) -> list[Found]:
         return [fact("timezone", tz.group(0), 0.9, c.text)]
     if c.subject != "self":
         return []
-    m = re.match(r"^(?:am|are) (?:on |in |using )?(?:the )?(?P<v>.+)$", p) or re.match(r"^(?P<v>.+?) here$", p)
+    m = re.match(r"^(?:am|are) (?:on |in |using )?(?:the )?(?P<v>.+)$", p) or re.match(r"^(?P<v>.+?) here$", p) or \
+        (re.fullmatch(r"(?P<v>[A-Z]{2,5}(?:[+\-−]\d{1,2})?)", c.bare) if c.pred == c.bare and i > 0 else None)
     if m and (tz := TZ.match(m.group("v").strip())) and not negated(p[: m.start("v")]):
         return [fact("timezone", tz.group(0), 0.85, c.text)]
     return []

@@ -176,8 +176,11 @@ def _intro_job(cs: Sequence[Clause], i: int) -> list[Found]:
     c = cs[i]
     if c.subject != "self" or c.pred != c.bare or not allowed(c, CURRENT):
         return []
+    # "I'm Soraya, 22, nursing student at …": a bare age may stand between the name and the job
+    j = i - 1 if i < 2 or not re.fullmatch(r"\d{1,2}", cs[i - 1].bare) else i - 2
     intro = i == 0 or (i > 0 and re.search(
-        r"(?:\bam|\bname is|^call me)\s+[A-Z]\w+$|^[A-Z][a-z]+ here$", cs[i - 1].bare) is not None)
+        r"(?:\bam|\bname is|^call me)\s+(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z]\w+(?:\s+[A-Z][\w'-]+)?$|^[A-Z][a-z]+ here$",
+        cs[j].bare) is not None)
     m = re.match(rf"^(?:a |an )?(?:(?P<age>\d{{1,2}})[- ]year[- ]old )?{JOB_NP}(?P<rest>(?:\s+(?:at|for|with)\s+[^,]+?)?"
                  rf"(?:\s+here)?(?:\s+(?:in|from)\s+.+)?)$", c.pred, re.IGNORECASE)
     if not intro or not m:
@@ -198,6 +201,10 @@ def _study(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.search(rf"\b(?:study|studying|studied|am studying) (?P<m>[A-Za-z][\w -]{{1,30}}?) at {ORG}", p)
     if m and not negated(p[: m.start("m")]):
         out += [fact("major", m.group("m"), 0.8, c.text), fact("school", m.group("org"), 0.8, c.text)]
+    m = re.search(rf"\b(?i:(?:got|have|earned|did|finished|completed|hold) (?:my|a|an) {_DEGREE} (?:in|on) )"
+                  rf"(?P<m>[A-Za-z][\w -]{{1,30}}?) (?:from|at) {ORG}", p)
+    if m and not negated(p[: m.start("deg")]) and (org := _org(m.group("org"))):
+        out += [fact("major", m.group("m"), 0.8, c.text), fact("school", org, 0.8, c.text)]
     m = re.search(rf"\b(?:graduated|graduate) from {ORG}", p)
     if m and not negated(p[: m.start("org")]):
         out.append(fact("school", m.group("org"), 0.8, c.text))

@@ -18,6 +18,7 @@ __all__ = [
     "COUNTRIES",
     "DEMONYMS",
     "DIET_LABELS",
+    "DIET_SPELLINGS",
     "FAMILY_WORDS",
     "FIELDS",
     "HOLIDAYS",
@@ -61,7 +62,7 @@ politician mayor councillor councilor ambassador dean educator choreographer sty
 beautician model athlete footballer referee orthodontist anaesthetist anesthesiologist cardiologist
 pediatrician paediatrician obstetrician gynecologist dermatologist oncologist neurologist registrar locum
 worker servant investor owner operator dispatcher inspector officer supervisor foreman lifeguard ranger
-zookeeper groomer practitioner paramedic sommelier jeweler jeweller tailor seamstress potter sculptor engraver printer
+zookeeper groomer practitioner paramedic quant sommelier jeweler jeweller tailor seamstress potter sculptor engraver printer
 machinist electrician handyman roofer bricklayer mason logistician coordinator specialist strategist
 """)
 #: Fields of work: "I work in marketing", "I'm in HR", "做 audit".
@@ -109,7 +110,8 @@ nepali sinhala thai vietnamese malay indonesian tagalog filipino turkish persian
 dutch swedish norwegian danish finnish icelandic czech slovak hungarian romanian bulgarian serbian croatian
 bosnian slovenian ukrainian lithuanian latvian estonian swahili yoruba igbo hausa zulu xhosa afrikaans
 amharic somali catalan basque galician welsh irish gaelic latin asl bsl esperanto kurdish pashto armenian
-georgian albanian mongolian tibetan uyghur khmer lao burmese
+georgian albanian mongolian tibetan uyghur khmer lao burmese cebuano ilocano visayan bisaya wolof twi kinyarwanda
+quechua maori samoan tongan hawaiian malagasy creole patois tigrinya oromo lingala shona sesotho setswana
 """)
 
 #: Demonym → country (nationality values are countries; the table also accepts demonyms).
@@ -158,6 +160,19 @@ new_york_city las_vegas new_orleans salt_lake_city kansas_city st_louis detroit 
 minneapolis nashville charlotte raleigh orlando tampa sacramento oakland honolulu anchorage the_bay_area
 bay_area silicon_valley long_island jersey_city hong_kong kuala_lumpur ho_chi_minh_city tel_aviv cape_town
 rio_de_janeiro st_petersburg abu_dhabi
+aberdeen dundee swansea newcastle sheffield nottingham leicester southampton portsmouth plymouth norwich exeter
+coventry derby sunderland inverness galway limerick lyon marseille toulouse bordeaux lille frankfurt cologne
+stuttgart dusseldorf leipzig dresden antwerp ghent utrecht eindhoven the_hague gothenburg malmo bergen aarhus
+tallinn riga vilnius bratislava ljubljana zagreb belgrade bucharest kyiv kiev lviv minsk seville valencia
+bilbao malaga granada florence venice turin bologna genoa palermo thessaloniki ankara izmir beirut amman doha
+riyadh jeddah muscat kuwait tehran baghdad karachi islamabad dhaka kathmandu colombo yangon phnom_penh
+vientiane hanoi saigon cebu davao taichung kaohsiung macau shenzhen xiamen nanjing suzhou tianjin chongqing
+xian qingdao dalian harbin kunming sapporo fukuoka nagoya yokohama kobe incheon daegu accra abuja kampala
+kigali addis_ababa dar_es_salaam casablanca marrakech tunis algiers dakar luanda harare lusaka durban
+montevideo quito caracas havana panama_city guadalajara monterrey tijuana san_juan edmonton winnipeg halifax
+saskatoon fresno tucson albuquerque el_paso boise spokane tacoma omaha
+milwaukee indianapolis columbus cincinnati louisville memphis richmond buffalo rochester hartford
+canberra hobart gold_coast christchurch dunedin
 """)
 
 TIMEZONES = _words("""
@@ -168,8 +183,11 @@ aest aedt acst awst nzst nzdt uk_time beijing_time china_time london_time paris_
 
 DIET_LABELS = _words("""
 vegetarian veggie vegan pescatarian pescetarian flexitarian keto paleo halal kosher gluten-free dairy-free
-plant-based lacto-vegetarian whole30 carnivore
+plant-based lacto-vegetarian whole30 carnivore vegeterian vegitarian vegatarian pescitarian
 """)
+#: Diet words as typed → the label they mean (common misspellings; coeliac means a gluten-free diet).
+DIET_SPELLINGS = {"vegeterian": "vegetarian", "vegitarian": "vegetarian", "vegatarian": "vegetarian",
+                  "pescitarian": "pescatarian", "coeliac": "gluten-free", "celiac": "gluten-free"}
 
 MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
@@ -194,4 +212,5 @@ jewish muslim christian catholic protestant buddhist hindu sikh mormon atheist a
 latino hispanic european african arab mixed biracial gen millennial boomer lgbtq queer gay trans adhd autistic
 crazy lazy silly stupid
 weird paranoid picky naive old-fashioned biased cynical skeptical sceptical
+aries taurus gemini virgo libra scorpio sagittarius capricorn aquarius pisces
 """) | frozenset(DEMONYMS) | LANGUAGES | TIMEZONES

@@ -151,7 +151,7 @@ _EN_NAME = re.compile(r"([A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+){0,2})")
 def en_name(text: str, *, lower_ok: bool = False) -> str | None:
     """A person's (or pet's) name at the start of ``text``: capitalised words, or 2–4 Chinese
     characters; with ``lower_ok`` also one lower-case word ("my name is jo")."""
-    text = text.strip()
+    text = re.sub(r"^(?:Dr|Mr|Mrs|Ms|Mx|Miss|Prof)\.?\s+(?=[A-Z])", "", text.strip())  # a title is not the name
     zh = re.match(rf"[{CJK}]{{2,4}}(?![{CJK}])", text)
     if zh:
         return zh.group(0)
@@ -294,6 +294,8 @@ _PRONOUN = re.compile(
     r"^(?:你|您|他|她|它|这|那|我|的|哪|谁|什么|一个)", re.IGNORECASE)
 
 
+#: "cruises, too crowded": a comment on the item, not another item.
+_COMMENT = re.compile(r"^(?:too|so|very|really|pretty|super|kinda|quite|way too)\s+\w+$", re.IGNORECASE)
 _CLAUSE_CUT = re.compile(r"\s+(?:so|because|since|which|who|when|whenever|while|but|although|though|if|as|until|"
                          r"unless|whereas|even though)\s.*$", re.IGNORECASE)
 
@@ -307,7 +309,7 @@ def items(raw: str, *, max_words: int = 5) -> tuple[str, ...] | None:
     for part in _ITEM_SPLIT.split(text):
         item = _TRAILING.sub("", part.strip().strip(".,;:!?'\"“”《》")).strip()
         item = re.sub(r"(?<=[\u4e00-\u9fff])(?:了|啊|呀|吧|的|哈|呢|哦|啦)+$", "", item)
-        if not item:
+        if not item or _COMMENT.match(item):
             continue
         if _PRONOUN.match(item) or len(item.split()) > max_words or len(item) > 40:
             return None

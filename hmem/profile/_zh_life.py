@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from hmem.errors import InvalidInput
 from hmem.profile._clauses import CJK, CURRENT, STAY, Clause, allowed, negated
-from hmem.profile._lex_en import ANIMALS, CHILD_WORDS, DIET_LABELS, PARTNER_WORDS
+from hmem.profile._lex_en import ANIMALS, CHILD_WORDS, DIET_LABELS, NOT_NAMES, PARTNER_WORDS
 from hmem.profile._lex_zh import ZH_ANIMALS, ZH_CHILD_WORDS, ZH_DIET_LABELS, ZH_FAMILY_WORDS, ZH_PARTNER_WORDS
 from hmem.profile._values import Found, entity, fact, items, zh_name
 from hmem.profile._zh_self import zh_pred
@@ -34,7 +34,8 @@ def _alt(words: object) -> str:
 _EN_KINDS = rf"(?i:{_alt(PARTNER_WORDS | CHILD_WORDS | ANIMALS)})\b"
 _KINDS = rf"(?:{_alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_ANIMALS)}|{_EN_KINDS})"
 _COUNT = r"(?:一|两|二|三|四|几|\d+)?\s*(?:只|条|个|头|匹|位|对)?"
-_NAMED = r"\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
+#: "我女儿叫朵朵", "我老公 Mark 是英国人" (a Latin name right after the kind needs no 叫).
+_NAMED = r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s+(?=[A-Z][a-z]))(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
 _ADJ = r"(?:双胞胎|亲|大|小|二|老|一个)?"
 
 
@@ -75,7 +76,7 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
         if key is None:
             continue
         name = m.group("name")
-        name = name if name and (zh_name(name) or re.match(r"[A-Z]", name)) else None
+        name = name if name and (zh_name(name) or re.match(r"[A-Z]", name)) and name.lower() not in NOT_NAMES else None
         if name is None and key in ("pets", "children"):  # "我家狗狗是只边牧，叫Lucky": the name in the next clause
             following = cs[i + 1] if i + 1 < len(cs) and cs[i + 1].sentence == c.sentence else None
             later = re.match(r"^(?:名字)?(?:叫|名叫|叫做)\s*(?P<n>[A-Za-z][A-Za-z'-]*|[" + CJK + r"]{1,4})(?=$|[了啊呀吧哦])",
@@ -150,7 +151,7 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
         else:
             out.append(fact("diet", f"{neg}{' ' if food.isascii() else ''}{food}", 0.8, c.text))
     for pattern in (r"对\s*(?P<a>[^,，对]{1,16}?)\s*过敏",
-                    rf"^(?P<a>[{CJK}]{{1,6}}|[A-Za-z][A-Za-z ]{{1,20}}?)\s*过敏",
+                    rf"^(?:有(?![点些]))?\s*(?P<a>[{CJK}]{{1,6}}|[A-Za-z][A-Za-z ]{{1,20}}?)\s*过敏",
                     r"(?P<a>乳糖|麸质|lactose|gluten|果糖)\s*不耐受?"):
         m = re.search(pattern, p)
         if not m or negated(p[: m.start("a")]) or re.search(r"不过敏|没有过敏", p):

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed, negated, opens_sentence
 from hmem.profile._en_self import LANG_LIST, TZ, languages_in
-from hmem.profile._lex_en import ANIMALS
+from hmem.profile._lex_en import ANIMALS, DEMONYMS, JOBS, NOT_NAMES
 from hmem.profile._lex_zh import SURNAMES, ZH_ANIMALS, ZH_CHILD_WORDS, ZH_COUNTRIES, ZH_JOBS
 from hmem.profile._values import Found, fact, zh_date, zh_int, zh_is_place, zh_name
 
@@ -29,6 +29,7 @@ ADV = re.compile(r"^(?:(?:现在|目前|一直|也|还|就|已经|刚刚|刚|最
                  r"(?:now|currently|still|also|just|actually)\s+)+", re.IGNORECASE)
 _NUM = r"(?P<n>\d{1,3}|[一二两三四五六七八九十]{1,3})"
 _COUNTRY = "|".join(sorted(ZH_COUNTRIES, key=len, reverse=True))
+_DEMONYM = "(?i:" + "|".join(sorted(DEMONYMS, key=len, reverse=True)) + ")"
 _PLACE = rf"(?P<p>[{CJK}]{{2,10}}?|[A-Za-z][A-Za-z .'-]*?[A-Za-z])"
 _PLACE_END = r"(?=\s*(?:[了啦呀啊吧哦的]|已经|有|快|好|[一二两三四五六七八九十]|\d|,|，|;|$))"
 _NOT_PLACE = ("这里", "那里", "这儿", "那儿", "附近", "家里", "宿舍", "酒店", "宾馆", "医院", "学校", "公司", "隔壁",
@@ -57,7 +58,8 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
         (r"^(?:我的)?(?:名字|英文名字?|中文名字?|大名)(?:是|叫)\s*(?P<v>.+)$", c.bare, 0.95, c.bare.startswith("我的")),
         (r"^叫我\s*(?P<v>.+)$", c.bare, 0.85, True),
         (r"^叫(?:做)?\s*(?P<v>.+)$", p, 0.9, said_by_me),
-        (rf"^是\s*(?P<v>小?[{SURNAMES}][{CJK}]{{1,2}})$", p, 0.7, opens_sentence(cs, i) and c.pred != c.bare),
+        (rf"^是\s*(?P<v>小?[{SURNAMES}][{CJK}]{{1,2}}|[A-Z][a-z]+(?: [A-Z][a-z]+)?)$", p, 0.7,
+         opens_sentence(cs, i) and c.pred != c.bare),
     ):
         if pattern.startswith(("^是", "^叫(")) and not explicit:
             continue
@@ -68,6 +70,8 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
         name = zh_name(m.group("v"))
         if name and any(name.endswith(j) for j in ZH_JOBS):
             continue  # "我是李老师": how the user is addressed, not a name to store as such
+        if name and ((name.endswith("人") and zh_is_place(name[:-1])) or {*name.lower().split()} & (NOT_NAMES | JOBS)):
+            continue  # "我是韩国人" (韩 is a surname too), "我是 Korean", "我是 Engineer"
         if name and not name.startswith(_NOT_NAMES) and name not in _NOT_NAMES:
             return [fact("name", name, confidence, c.text)]
     return []
@@ -116,6 +120,9 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.search(rf"(?:^是\s*|^)(?P<c>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)|国籍(?:是|为)?\s*(?P<d>{_COUNTRY})", p)
     if m and not negated(p[: m.start()]):
         out.append(fact("nationality", m.group("c") or m.group("d"), 0.85, c.text))
+    m = re.match(rf"^是\s*(?P<d>{_DEMONYM})(?![A-Za-z])", p)  # "我是 Malaysian Chinese"
+    if m and not out:
+        out.append(fact("nationality", DEMONYMS[m.group("d").lower()], 0.8, c.text))
     m = re.match(rf"^(?:是\s*)?(?P<p>[{CJK}]{{2,6}}?)\s*(?:人|土著)(?:$|,|，|啊|呀|哦)", p)
     if m and not out and not negated(p[: m.start()]) and zh_is_place(m.group("p")) and m.group("p") not in ZH_COUNTRIES:
         out.append(fact("hometown", m.group("p"), 0.8, c.text))
@@ -130,8 +137,9 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
         m = re.search(pattern, p)
         if not m or negated(p[: m.start("p")]) or m.group("p") in _NOT_PLACE:
             continue
-        if pattern.startswith("^是") and not zh_is_place(m.group("p")):
-            continue  # "我是东北的" names a place; "我是被朋友推荐来的" does not
+        if (pattern.startswith("^是") or ("长大" in pattern and re.match(f"[{CJK}]", m.group("p")))) \
+                and not zh_is_place(m.group("p")):
+            continue  # "我是东北的" names a place; "我是被朋友推荐来的", "在草原长大" do not
         out.append(fact("hometown", m.group("p").strip(), confidence, c.text))
     m = re.search(rf"(?i:hometown|home town)\s*(?:是|在)\s*{_PLACE}{_PLACE_END}", p)
     if m:
@@ -148,7 +156,7 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         (rf"^(?:住在|住|生活在|定居在|定居于|定居|落户在?|安家在?|常驻|驻)\s*{_PLACE}{_PLACE_END}", 0.9, False),
         (rf"(?:搬到|搬去|搬来|搬家到|移居到?)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.85, False),
         (rf"(?:移民到|移民去)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.8, False),
-        (rf"^(?:base|坐标|现居|人在)\s*{_PLACE}{_PLACE_END}", 0.85, False),
+        (rf"^(?:base|坐标|现居|人在)\s*(?:在\s*)?{_PLACE}{_PLACE_END}", 0.85, False),
         (rf"^在\s*{_PLACE}\s*(?:工作|上班|生活|打工|创业|定居|安家|读书|上学)?(?:了|呢)?$", 0.8, True),
         (rf"^在\s*{_PLACE}\s*(?:定居|生活|安家|住)(?!过)", 0.85, True),
         (rf"^(?i:live|living)\s*(?:在|in)\s*{_PLACE}{_PLACE_END}", 0.85, False),
@@ -164,10 +172,12 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
             continue
         place = m.group("p").strip()
         if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家")) or _SPOT.search(place) \
+                or TZ.fullmatch(place) \
                 or (checked and not zh_is_place(place)):
             continue
         found.append((confidence, place))
-    m = re.match(r"^在\s*(?P<org>[^,，]{2,20}?)\s*(?:一家|一所|一个|的|做|当|干|开|上班|工作)", p)
+    # "在X的时候" is a time, "我在上海的朋友" someone else: neither says where the user is
+    m = re.match(r"^在\s*(?P<org>[^,，]{2,20}?)\s*(?:一家|一所|一个|的(?!时候|那|朋友|同事|同学|家人|亲戚|室友)|做|当|干|开|上班|工作)", p)
     if m and not found:
         head = re.match(rf"(?P<p>[{CJK}]{{2,6}}?)(?=一家|一所|一个|的|[^{CJK}]|$)", m.group("org"))
         tail = re.search(rf"(?:^|\s)(?P<p>[{CJK}]{{2,6}})$", m.group("org"))
@@ -190,7 +200,7 @@ def _timezone(cs: Sequence[Clause], i: int) -> list[Found]:
     return []
 
 
-_LANG_GOOD = r"(?:也|还)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲)"
+_LANG_GOOD = r"(?:也|还)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲|一般般?|凑合|马马虎虎)"
 
 
 def _languages(cs: Sequence[Clause], i: int) -> list[Found]:

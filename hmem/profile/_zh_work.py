@@ -18,9 +18,10 @@ import re
 from collections.abc import Sequence
 
 from hmem.profile._clauses import CJK, CURRENT, STAY, Clause, allowed, negated
+from hmem.profile._en_self import TZ
 from hmem.profile._en_work import JOB_PHRASE
 from hmem.profile._lex_en import FIELDS, PLACES
-from hmem.profile._lex_zh import SURNAMES, ZH_FIELDS, ZH_JOBS
+from hmem.profile._lex_zh import SURNAMES, ZH_FIELDS, ZH_JOBS, ZH_PLACES
 from hmem.profile._values import Found, fact, zh_is_place, zh_place_prefix
 from hmem.profile._zh_self import zh_pred
 
@@ -28,12 +29,12 @@ __all__ = ["zh_work"]
 
 _JOB = (rf"(?P<job>(?![做当干在是搞不没])(?:(?![的是在了我你他她])[{CJK}A-Za-z]){{0,6}}?(?:{'|'.join(ZH_JOBS)}|{'|'.join(ZH_FIELDS)})|(?i:{JOB_PHRASE})|"
         rf"(?i:{'|'.join(sorted(FIELDS, key=len, reverse=True))})\b)")
-_JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|,|，|;|$|\s|工作|方面|这块|这一块))"
+_JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|,|，|;|$|\s|工作|方面|这块|这一块|的(?:$|,|，)))"
 _QUANT = r"(?:一名|一个|一位|个|名|位|一枚)?"
 _GENERIC = re.compile(r"^(?:一家|一个|一所|一间|这家|那家|家|某|本地|当地|附近)|^(?:[大小]|私立|公立|国企|外企|私企|央企|"
                       r"互联网|电商|创业|科技|教育|医疗|金融|咨询|广告|游戏|外贸|传统|本地|三甲|社区|市|县|区)*"
                       r"(?:公司|外企|企业|单位|学校|医院|银行|工厂|工作室|机构|部门|政府|机关|事业单位|店|厂|小学|中学)$")
-_SCHOOL = re.compile(rf"^(?P<s>[{CJK}]{{2,12}}?(?:大学|学院|中学|小学|高中|学校)|清华|复旦|[{CJK}]{{1,4}}大|[A-Z]{{2,6}}|"
+_SCHOOL = re.compile(rf"^(?P<s>[{CJK}]{{2,12}}?(?:大学|学院|中学|小学|高中|学校)|清华|复旦|[{CJK}]{{1,4}}科(?:学)?院|[{CJK}]{{1,4}}大|[A-Z]{{2,6}}|"
                      rf"[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){{0,4}})$")
 
 
@@ -43,19 +44,25 @@ def _named_org(org: str) -> str | None:
     org = org.strip()
     place = zh_place_prefix(org)
     if place and place != org:
-        org = org[len(place):].strip()
+        rest = org[len(place):].strip().removeprefix("的").strip()  # "杭州的一家公司"
+        if place not in ZH_PLACES and re.fullmatch(r"医院|大学|学院|银行|研究院|研究所", rest):
+            return org  # "华西医院": a name jieba reads as a place, then a bare head noun
+        org = rest
     if re.match(r"^(?:一家|一个|一所|一间|这家|那家)", org):
         return None
     if len(org) < 2 or _GENERIC.match(org) or zh_is_place(org) or org.lower() in PLACES:
         return None
     latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})(?:\s*[" + CJK + r"]+)?$", org)
     if latin:
-        return latin.group("o") if latin.group("o").lower() not in PLACES else None
+        return latin.group("o") if latin.group("o").lower() not in PLACES | FIELDS else None
     return org if re.fullmatch(rf"[{CJK}A-Za-z0-9&·]{{2,16}}", org) else None
 
 
 #: "李老师", "王医生": how someone is addressed (surname + title), not a job description.
 _SURNAME_TITLE = re.compile(rf"^[{SURNAMES}](?:老师|医生|大夫|律师|经理|教授|总|工|博士|主任|师傅)$")
+
+
+_TAUGHT = "英语|数学|语文|物理|化学|生物|历史|地理|政治|音乐|美术|体育|钢琴|舞蹈|编程|中文|汉语|日语|韩语|法语|德语|书法|瑜伽|吉他|绘画"
 
 
 def _job(raw: str) -> str:
@@ -64,7 +71,8 @@ def _job(raw: str) -> str:
 
 def _occupation(c: Clause, p: str) -> list[Found]:
     out: list[Found] = []
-    m = re.match(rf"^(?:是|本人|我是)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p) or re.match(rf"^(?![做当干在是去来有从]){_JOB}$", p)
+    m = re.match(rf"^(?:是|本人|我是)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p) or \
+        re.match(rf"^(?![做当干在是去来有从]){_JOB}\s*(?:一枚)?$", p)  # "程序员一枚"
     if m and not negated(p[: m.start("job")]) and not _SURNAME_TITLE.match(_job(m.group("job"))):
         out.append(fact("occupation", _job(m.group("job")), 0.85, c.text))
     m = re.search(rf"(?:^|在\s*(?P<org>[^,，]{{1,24}}?)\s*)(?:做|当|干|担任|任)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p)
@@ -93,7 +101,13 @@ def _occupation(c: Clause, p: str) -> list[Found]:
     m = re.match(rf"^是(?:做|搞|干)\s*(?P<job>(?:(?!的)[{CJK}A-Za-z ]){{1,8}}?)的$", p)
     if m and not out and not negated(p[: m.start()]):
         out.append(fact("occupation", m.group("job").strip(), 0.75, c.text))
-    m = re.search(rf"开了?(?:一)?家\s*(?:小)?(?P<x>[{CJK}]{{1,6}}?(?:店|馆|公司|工作室|餐厅|饭店|超市|诊所))", p)
+    m = re.search(rf"(?:^|在[^,，]{{1,12}}?)教\s*(?P<s>{_TAUGHT})", p)  # "我在高中教英语" → 英语老师
+    if m and not out and not negated(p[: m.start("s")]):
+        out.append(fact("occupation", f"{m.group('s')}老师", 0.75, c.text))
+    m = re.match(r"^(?:今年|去年|已经|刚刚?|早就|早已|都)*\s*退休(?:了|啦)?$", p)
+    if m and not out:
+        out.append(fact("occupation", "退休", 0.75, c.text))
+    m = re.search(rf"开了?(?:一)?[家个间]\s*(?:小)?(?P<x>[{CJK}]{{1,6}}?(?:店|馆|公司|工作室|餐厅|饭店|超市|诊所))", p)
     if m and not negated(p[: m.start()]):
         out.append(fact("occupation", m.group("x").removeprefix("小") + "老板", 0.75, c.text))
     return out
@@ -114,6 +128,9 @@ def _employer(c: Clause, p: str) -> list[Found]:
     if named is None:
         latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})\s*(?P<p>[" + CJK + r"]{2,6})$", org)
         named = latin.group("o") if latin and zh_is_place(latin.group("p")) else None
+    rest = org.replace(named or "", "", 1).strip()  # a bare "在 KL 长大" / "在 UTC-5" is no workplace
+    if bare and named and (TZ.match(named) or (rest and rest not in ZH_PLACES and not re.fullmatch(f"[{CJK}]+[市省区县]", rest))):
+        return []
     if named and (bare is None or _ORG_SUFFIX.search(named) or re.match(r"[A-Z]", named)):
         return [fact("employer", named, 0.8, c.text)]
     return []
@@ -139,10 +156,12 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
                 out.append(fact("occupation", "博士生" if re.match(r"博", what) else "phd student", 0.8, c.text))
             else:
                 out.append(fact("occupation", "学生", 0.75, c.text))
-                if what and what not in ("书", "大学", "本科", "高中", "初中") and len(what) <= 8:
+                if what and what not in ("书", "大学", "本科", "高中", "初中", "的") and len(what) <= 8:
                     out.append(fact("major", what, 0.8, c.text))
     m = re.search(r"专业(?:是|为)\s*(?P<m>[^,，的]{1,12}?)(?:专业)?(?:$|,|，)", c.bare if c.subject == "my" else p) or \
-        re.search(r"(?:^|是)学\s*(?P<m>[^,，]{1,10}?)的$", p) or re.search(r"研究方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p)
+        re.search(r"(?:^|是)学\s*(?P<m>[^,，]{1,10}?)的$", p) or re.search(r"研究方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p) or (
+        re.match(r"^方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p or c.bare) if re.search(r"读|研究生|博士|硕士|学生", c.sentence)
+        else None)
     if m and not negated(p[: m.start()] if p else ""):
         out.append(fact("major", m.group("m").strip(), 0.85, c.text))
     m = re.match(r"^研究\s*(?P<m>[A-Za-z][\w .-]{0,30}|[" + CJK + r"]{2,6})$", p)
@@ -151,16 +170,18 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
     m = re.search(r"(?:毕业于|毕业自)\s*(?P<s>[^,，]{2,16})", p)
     if m and _SCHOOL.match(m.group("s").strip()):
         out.append(fact("school", m.group("s").strip(), 0.8, c.text))
-    m = re.match(r"^是\s*(?P<s>[^,，的]{2,16}?)的\s*(?P<j>学生|研究生|博士生|本科生|大学生|硕士生|博士|老师|教授)", p)
+    m = re.match(r"^是\s*(?P<s>[^,，的]{2,16}?)的\s*(?P<j>学生|研究生|博士生|本科生|大学生|硕士生|博士|老师|教授|"
+                 r"(?i:undergrad(?:uate)?|(?:phd |grad |graduate |master'?s )?student|postdoc))", p)
     if m and not negated(p[: m.start()]):
-        major = re.match(r"^(?P<m>.+?)专业$", m.group("s"))
+        school = m.group("s").strip()
+        major = re.match(r"^(?P<m>.+?)专业$", school)
         if major:
             out.append(fact("major", major.group("m"), 0.85, c.text))
-        elif _SCHOOL.match(m.group("s")):
-            out.append(fact("school", m.group("s"), 0.85, c.text))
-        if major or _SCHOOL.match(m.group("s")):
+        elif _SCHOOL.match(school):
+            out.append(fact("school", school, 0.85, c.text))
+        if major or _SCHOOL.match(school):
             out.append(fact("occupation", m.group("j"), 0.85, c.text))
-    m = re.match(r"^(?:今年|现在)?(?:大[一二三四]|研[一二三]|博[一二三四五]|高[一二三])(?:了|学生)?$", p)
+    m = re.match(r"^(?:今年|现在)?(?:大[一二三四]|研[一二三]|博[一二三四五]|高[一二三])(?:了|学生)?(?:$|\s*(?:在|正在))", p)
     if m:
         out.append(fact("occupation", "学生", 0.7, c.text))
     return out
@@ -173,6 +194,9 @@ def zh_work(cs: Sequence[Clause], i: int) -> list[Found]:
         return []
     if c.subject == "my":
         return _occupation(c, "") + _study(cs, i, "")
+    if c.subject == "other" and re.match(r"^(?:研究)?方向(?:是|为)", c.bare) and i > 0 and cs[i - 1].subject == "self" \
+            and cs[i - 1].sentence == c.sentence:
+        return _study(cs, i, c.bare)  # "方向是…": 方 reads as a surname ("方某是…"), but this is the user's field
     p = zh_pred(c)
     if c.subject not in ("self", "with") or not p:
         return []

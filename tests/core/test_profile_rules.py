@@ -333,3 +333,51 @@ def test_removals_deletions_and_provenance_of_the_words() -> None:
 def test_one_value_per_scalar_key_the_most_confident() -> None:
     assert _profile("My name is Robert, but call me Bob.")["name"] == "Robert"
     assert _profile("我们全家移民到了澳洲，现在住悉尼")["location"] == "悉尼"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # phrasings the rules learnt from the table's new dev rows (issue #13 §2), in sentences of their own
+        ("can't stand olives, they're so salty", {"dislikes": ["olives"]}),
+        ("not a fan of the new design tbh", {}),
+        ("Love the new update!", {}),
+        ("I'm a mom of two boys, Sam and Ollie", {"children": ["son: Sam", "son: Ollie"]}),
+        ("I work with two kids with autism at a school", {}),
+        ("I have a hamster called Kiwi", {"pets": ["hamster: Kiwi"]}),
+        ("Hello, I'm Dr. Amara Obi, a pediatrician", {"name": "Amara Obi", "occupation": "pediatrician"}),
+        ("I'm Noor, 24, nursing student at UCL", {"name": "Noor", "age": 24, "occupation": "nursing student",
+                                                  "major": "nursing", "school": "UCL"}),
+        ("I got my master's in history from McGill", {"major": "history", "school": "McGill"}),
+        ("I'm in Perth, so AWST", {"location": "Perth", "timezone": "AWST"}),
+        ("I've lived in Seville all my life", {"hometown": "Seville", "location": "Seville"}),
+        ("now my sister lives in Oslo", {}),
+        ("pls note I'm 16", {"age": 16}),
+        ("My grandparents, Ada and Ben, live with us", {"family": ["grandparents: Ada", "grandparents: Ben"]}),
+        ("我是 Sofia，在 Spotify 做 designer", {"name": "Sofia", "employer": "Spotify", "occupation": "designer"}),
+        ("我是 Swiftie 哈哈", {}),
+        ("我是日本人，在杭州工作", {"nationality": "日本", "location": "杭州"}),
+        ("我是 Filipino，在马尼拉长大", {"nationality": "Philippines", "hometown": "马尼拉"}),
+        ("我在农村长大", {}),
+        ("我在 GMT+9", {"timezone": "GMT+9"}),
+        ("我在 IT 部门上班", {}),
+        ("我老婆 Lisa 是老师", {"partner": "老婆: Lisa"}),
+        ("我女儿 English 说得比中文好", {"children": ["女儿"]}),
+        ("我在湘雅医院上班", {"employer": "湘雅医院"}),
+        ("我在初中教数学", {"occupation": "数学老师"}),
+        ("我有尘螨过敏", {"allergies": ["尘螨"]}),
+        ("我去年退休了", {"occupation": "退休"}),
+        ("我是做会计的", {"occupation": "会计"}),
+        ("我在昆山开了个小超市", {"location": "昆山", "occupation": "超市老板"}),
+        ("我是 Duke 的 grad student", {"school": "Duke", "occupation": "grad student"}),
+        ("我朋友读博士，方向是材料", {}),
+        ("写一个 story，主角 lives in Paris", {}),
+        ("i'm vegeterian and i live in sheffield", {"diet": ["vegetarian"], "location": "sheffield"}),
+        ("我在苏州的时候特别喜欢吃面", {}),
+        ("我在上海的朋友说那边下雨了", {}),
+        ("我在杭州的一家公司上班", {"location": "杭州"}),
+        ("我 base 在 Taipei，做 sales", {"location": "Taipei", "occupation": "sales"}),
+    ],
+)
+def test_general_patterns_from_the_widened_table(text: str, expected: dict[str, Any]) -> None:
+    assert _profile(text) == expected
