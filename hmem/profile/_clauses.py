@@ -69,10 +69,17 @@ _FILLER_EN = re.compile(r"\b(?:btw|fyi|fwiw|tbh|imo|imho|iirc|afaik|lol|lmao|hah
 _LABELS = [  # "Love: jazz, cycling" → "I love jazz, cycling"
     (r"(?:loves?|likes?|hobbies|interests)", "I love"), (r"(?:hates?|dislikes?)", "I hate"),
     (r"(?:allergies|allergic to|allergy)", "I am allergic to"), (r"languages?", "I speak"),
+    (r"(?:my )?(?:job|work|occupation|profession)", "I am a"),
 ]
 _LABEL_RE = [(re.compile(rf"(?:^|(?<=[.!?;]\s))(?:{p})\s*:\s*", re.IGNORECASE), r + " ") for p, r in _LABELS]
 _INTRO = re.compile(r"(?:^|(?<=[.!?]\s))(?:quick |some |a bit of |fun )?(?:context|background|fact|fyi|ps|note|about me)\s*:\s*",
                     re.IGNORECASE)
+
+
+#: WeChat style writes clauses apart with spaces ("我叫宋棠 在成都上班 能帮我…"): a space between
+#: Chinese characters ends a clause when a clause opener follows ("我叫 宋棠" stays one clause).
+_ZH_SPACE = re.compile(rf"(?<=[{CJK}])\s+(?=(?:我|你|在|最近|现在|目前|今年|能|可以|帮|请|麻烦|想|打算|平时|但|不过|所以|"
+                       rf"因为|哈|嗯|老家|家里|已经|之前|以前|压力|顺便|有没有|是不是)[{CJK}])")
 
 
 def normalise(text: str) -> str:
@@ -92,6 +99,7 @@ def normalise(text: str) -> str:
         text = pattern.sub(repl, text)
     text = _FILLER_EN.sub("", text)
     text = re.sub(r"[ \t]+", " ", text)
+    text = _ZH_SPACE.sub("; ", text)
     text = re.sub(r"\s+([,.!?;:])", r"\1", text)
     return re.sub(r",(?=[^\s\d])", ", ", text).strip()
 
@@ -165,15 +173,15 @@ _EN_WE = re.compile(r"^(?:we|our (?:family|household)(?: of \w+)?|my family)\b\s
 _EN_MY = re.compile(r"^(?:my|our)\b", re.IGNORECASE)
 _EN_OTHER = re.compile(rf"^(?:(?:hello|hi|hey|greetings) from|he|she|they|it|this|that|these|those|there|you|your|his|her|their|its|the|a|an|"
                        rf"everyone|everybody|people|someone|somebody|{_alt(OTHER_PEOPLE)})\b", re.IGNORECASE)
-_ZH_LEAD = re.compile(r"^(?:(?:大家好|你好|您好|哈喽|嗨|(?:hi|hello|hey)(?!\s+from\b)|嗯|哦|噢|其实|对了|另外|顺便说一下|顺便说|话说|"
+_ZH_LEAD = re.compile(r"^(?:(?:大家好|你好|您好|哈喽|嗨|(?:hi|hello|hey)(?!\s+from\b)|哈哈+|呵呵|嘿嘿|嗯+|哦|噢|其实|对了|另外|顺便说一下|顺便说|话说|"
                       r"说真的|不过|但是|可是|而且|并且|所以|因为|然后|后来|同时|因此)[,!。\s]*)+", re.IGNORECASE)
 _ZH_REL = _alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_OTHER_PEOPLE)
-_ZH_WITH = re.compile(rf"^我(?:和|跟|与)我的?\s*(?:{_ZH_REL}|{_EN_REL})\s*|"
+_ZH_WITH = re.compile(rf"^我(?:和|跟|与)(?:我的?)?\s*(?:{_ZH_REL}|{_EN_REL})\s*|"
                       rf"^我的?\s*(?:{_ZH_REL}|(?i:{_EN_REL}))(?:\s*[A-Z][a-z]+|[{CJK}]{{2,3}})?\s*(?:和|跟)我(?:一起)?\s*")
 _ZH_WE = re.compile(r"^(?:我们(?:全家|一家|家)?|我家(?!乡|人)里?|咱们?家?)\s*")
-_ZH_MY = re.compile(rf"^我的|^我\s*(?:{_ZH_REL}|(?i:{_EN_REL})\b)")
+_ZH_MY = re.compile(rf"^我的|^我\s*(?:一个|一位|那个|这个)?\s*(?:{_ZH_REL}|(?i:{_EN_REL})\b)")
 _ZH_SELF = re.compile(r"^(?:本人|我自己|我)\s*")
-_ZH_OTHER = re.compile(rf"^(?:他|她|它|你|您|大家|有人|别人|{_ZH_REL}|(?:小|老)?[{SURNAMES}][{CJK}]{{1,2}}(?=是|在|住|喜欢|有|叫|说|去|也|的|刚|已经|现在))")
+_ZH_OTHER = re.compile(rf"^(?:他|她|它|你|您|大家|有人|别人|群里|网上|听说|据说|有一?[个位]人|{_ZH_REL}|(?:小|老)?[{SURNAMES}][{CJK}]{{1,2}}(?=是|在|住|喜欢|有|叫|说|去|也|的|刚|已经|现在))")
 
 
 _MY_SELF = re.compile(
@@ -228,7 +236,7 @@ _HYPOTHETICAL = re.compile(
     r"next (?:year|month|week|spring|summer|fall|autumn|winter)|soon|eventually|looking (?:for|to|into)|expecting|"
     r"about to|in the future|once I|when I retire|on the way|due in|I (?:think|guess|suspect|wonder)|try(?:ing)? to|applied for|"
     r"applying for|interview(?:ing|ed)? (?:at|for|with))\b|尽量|尽可能|面试|"
-    r"如果|假如|要是|假设|假若|倘若|万一|的话|想象|也许|或许|可能|打算|计划|准备|将来|以后|未来|希望|梦想|想(?!念|起|法)|"
+    r"如果|假如|要是|假设|假若|倘若|万一|的话|想象|也许|或许|可能|打算|计划|准备|将来|以后|未来|希望|梦想|(?<![联理思感猜回构])想(?!念|起|法)|"
     r"考虑|等.{0,8}就|明年|下个?月|下周|下半年|退休后|即将|快要|马上就?要|要(?:去|搬|换|成为|当|开始)|会(?:搬|去|成为|换)",
     re.IGNORECASE)
 _PAST = re.compile(
@@ -236,7 +244,7 @@ _PAST = re.compile(
     r"no longer|not anymore|anymore|any more|former|ex-\w+|until (?:last|recently)|quit|resigned|laid off|fired|"
     r"left my job)\b|^(?:lived|worked|was(?! born| raised)|"
     r"were|had|spent|studied abroad)\b|以前|之前|曾经|原来|过去|从前|前几年|那时候|当年|小时候|[读住干做待呆学]过|工作过|"
-    r"离职|辞职|不再|已经不|不干了|退休前|当年", re.IGNORECASE)
+    r"离职|辞职|不再|已经不|不干了|退休前|当年|那会儿?|那时|那阵子|当时|(?:本来|原本)(?!就)(?:是|在)", re.IGNORECASE)
 _TEMPORARY = re.compile(
     r"\b(?:this (?:week|weekend|month|summer|semester|term)|for the (?:week|weekend|summer|holidays?|day|night)|"
     r"for (?:a|one|two|three|four|five|a few|a couple of|\d+|several)[- ](?:days?|weeks?|nights?)|"
@@ -246,13 +254,14 @@ _TEMPORARY = re.compile(
     r"right now|at the moment|temporarily|for now|(?:till|until|through) (?:monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|the weekend|next week|the end of))\b|"
     r"出差|旅游|旅行|度假|玩几天|待几天|住几天|呆几天|这周|这几天|这个月|这段时间|暂时|临时|培训|开会|探亲|回老家|假期|"
-    r"[几两三]天|[一两三几半]个月|[一两几]周|一星期|几个星期|周末|今天|今晚|几晚|酒店|宾馆|民宿|照顾几天|帮.{0,6}照顾",
+    r"[几两三]天|[一两三几半]个月|[一两几]周|一星期|几个星期|周末|今天|今晚|[几两三一]晚|酒店|宾馆|民宿|照顾几天|帮.{0,6}照顾",
     re.IGNORECASE)
 _OTHER = re.compile(
     r"\b(?:pretend|pretending|imagine|role[- ]?play|act as|as if|my (?:novel|story|book|screenplay|script|game)|"
     r"main character|the character|fictional|translate|how do (?:you|I) say|just kidding|jk|joking|username|"
     r"writing (?:a|my|the) (?:novel|story|book|script|screenplay|poem|song))\b|"
     r"假装|扮演|角色|小说|剧本|故事里|游戏里|主角|女主|男主|翻译|怎么说|开玩笑|玩笑|用户名|网名|帮我\s*write|write a bio|"
+    r"梦见|梦到|做梦|模仿|口吻|口气|"
     r"写一?[个篇段]\s*(?i:story|故事)", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|none|nobody|neither|nor|without)\b|n't\b|不(?!过|错|少)|没|未(?!来)|别(?!人)|非(?!常)|无(?!论)",
@@ -306,6 +315,8 @@ def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozense
     return frozenset(guards)
 
 
+_INTRODUCES = re.compile(rf"^(?:有|还有)\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})$")
+_ABOUT = re.compile(rf"(?:{_ZH_REL}|他|她|他们|她们)的\s*(?:简历|信息|资料|情况|介绍|档案|个人信息|基本信息)")
 _CONTRAST = re.compile(r"^\s*(?:but|though|although|however|still|不过|但是|可是|但|然而)", re.IGNORECASE)
 _SENTENCE_IF = re.compile(r"^\s*(?:if|suppose|imagine|what if)\b|^\s*(?:如果|假如|要是|假设|万一)", re.IGNORECASE)
 
@@ -334,5 +345,7 @@ def analyse(message: str) -> list[Clause]:
                               bare))
             if subject == "my":  # "my name is X, …" goes on about the user; "my sister …, …" about her
                 subject = "self" if _MY_SELF.match(bare) else "other"
+            elif _INTRODUCES.match(pred) or _ABOUT.search(bare):  # "我有个朋友，在杭州做设计": about the friend
+                subject = "other"  # "这是我朋友的简历: 王磊，工程师…": what follows the colon is the friend's
             inherited = subject
     return out

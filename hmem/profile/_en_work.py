@@ -135,9 +135,19 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
         if m.group("job"):
             out.append(fact("occupation", _clean_job(m.group("job")), 0.85, c.text))
         return out
+    # "work at a hospital as a nurse", "have worked as a chef for ten years", "got a job as a bank teller"
+    m = re.search(rf"\b(?:work(?:s|ing)?|have worked|got (?:a|the) job|have (?:a|the) job)(?: [^,;]{{1,30}}?)? as "
+                  rf"(?:a |an |the )?{JOB_NP}(?P<rest>.*)$", p, flags)
+    if m and not negated(p[: m.start("job")]):
+        return _after_job(c, m.group("job"), m.group("rest"), 0.8)
     m = re.search(rf"\b(?:a|my|new|dream) job (?:at|with) {ORG}", p)
     if m and not negated(p[: m.start("org")]) and (org := _org(m.group("org"))):
         return [fact("employer", org, 0.75, c.text)]
+    m = re.search(r"\bin (?:my (?:\w+ )?year (?:of|at) )?(?P<s>nursing|law|med|medical|dental|grad|graduate|business|"
+                  r"culinary|art|film|vet|veterinary|pharmacy|divinity) school\b", p, flags)
+    if m and not negated(p[: m.start()]):  # "I'm in nursing school" → nursing student
+        kind = {"medical": "med", "graduate": "grad", "veterinary": "vet"}.get(m.group("s").lower(), m.group("s").lower())
+        return [fact("occupation", f"{kind} student", 0.75, c.text)]
     m = re.match(rf"^(?:am|are) in (?P<f>{_alt(FIELDS)})\b", p, flags) or \
         re.search(rf"\bwork(?:s|ing)? in (?P<f>{_alt(FIELDS)})\b", p, flags)
     if m and not negated(p[: m.start("f")]):
@@ -153,6 +163,25 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
             out.append(fact("major", m.group("major").strip(), 0.8, c.text))
         if m.group("org"):
             out.append(fact("school", m.group("org"), 0.8, c.text))
+        return out
+    m = re.match(rf"^(?:as|being) (?:a|an) {JOB_NP}$", p, flags)  # "As a teacher, I get summers off"
+    if m and c.first and i + 1 < len(cs) and cs[i + 1].sentence == c.sentence and cs[i + 1].pred \
+            and allowed(cs[i + 1], CURRENT):  # "As a nurse, what should I …?" only presupposes it
+        return [fact("occupation", _clean_job(m.group("job")), 0.75, c.text)]
+    m = re.match(rf"^(?:do|does) (?P<f>{_alt(FIELDS)}) for a living\b", p, flags)  # "I do accounting for a living"
+    if m:
+        return [fact("occupation", m.group("f"), 0.75, c.text)]
+    # "I run a small bakery in Asheville" → bakery owner; "I manage a warehouse" → warehouse manager
+    m = re.match(rf"^(?:also |currently |now |still )?(?P<v>run|own|manage)s? (?:a|an|my|our|the) (?:(?:small|little|local|"
+                 rf"family|busy|tiny|big) )*(?:[a-z]+ )?(?P<n>{_COMPANY_NOUN}|warehouse|team|department|hotel|gym|salon|"
+                 rf"farm|pharmacy|kitchen|office|branch|site|plant|factory|garage|pub|daycare|bookshop|bookstore)\b"
+                 rf"(?P<rest>.*)$", p, flags)
+    if m and not negated(p[: m.start("v")]):
+        role = "manager" if m.group("v").lower() == "manage" else "owner"
+        out = [fact("occupation", f"{m.group('n').lower()} {role}", 0.75, c.text)]
+        place = re.search(r"\bin (?P<v>[A-Z" + CJK + r"].*)$", m.group("rest"))
+        if place and (value := en_place(place.group("v"))) and allowed(c, STAY):
+            out.append(fact("location", value, 0.7, c.text))
         return out
     m = re.search(r"(?:^(?:am |are )?|\b(?:recently|just|finally|now|happily) )retired"
                   r"(?=$|,|\s+(?:from|last|in|this|after|early|since|and|now|so|but|teacher|nurse)\b)", p, flags)
@@ -181,7 +210,7 @@ def _intro_job(cs: Sequence[Clause], i: int) -> list[Found]:
     intro = i == 0 or (i > 0 and re.search(
         r"(?:\bam|\bname is|^call me)\s+(?:(?:Dr|Mr|Mrs|Ms|Prof)\.?\s+)?[A-Z]\w+(?:\s+[A-Z][\w'-]+)?$|^[A-Z][a-z]+ here$",
         cs[j].bare) is not None)
-    m = re.match(rf"^(?:a |an )?(?:(?P<age>\d{{1,2}})[- ]year[- ]old )?{JOB_NP}(?P<rest>(?:\s+(?:at|for|with)\s+[^,]+?)?"
+    m = re.match(rf"^(?:(?:currently|now|just|also) )?(?:a |an )?(?:(?P<age>\d{{1,2}})[- ]year[- ]old )?{JOB_NP}(?P<rest>(?:\s+(?:at|for|with)\s+[^,]+?)?"
                  rf"(?:\s+here)?(?:\s+(?:in|from)\s+.+)?)$", c.pred, re.IGNORECASE)
     if not intro or not m:
         return []

@@ -64,6 +64,7 @@ pediatrician paediatrician obstetrician gynecologist dermatologist oncologist ne
 worker servant investor owner operator dispatcher inspector officer supervisor foreman lifeguard ranger
 zookeeper groomer practitioner paramedic quant sommelier jeweler jeweller tailor seamstress potter sculptor engraver printer
 machinist electrician handyman roofer bricklayer mason logistician coordinator specialist strategist
+dev teller self-employed hygienist trucker
 """)
 #: Fields of work: "I work in marketing", "I'm in HR", "做 audit".
 FIELDS = _words("""

@@ -21,7 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from hmem.profile._clauses import CJK
 from hmem.profile._lex_en import HOLIDAYS, MONTHS, NOT_NAMES, PLACES
-from hmem.profile._lex_zh import ZH_HOLIDAYS, ZH_PLACES
+from hmem.profile._lex_zh import ZH_BRANDS, ZH_HOLIDAYS, ZH_PLACES
 from hmem.profile.schema import is_list_key
 from hmem.types import ProfileValue
 
@@ -126,8 +126,8 @@ def zh_is_place(text: str) -> bool:
         return False
     if text in ZH_PLACES or text.lower() in PLACES or re.fullmatch(rf"[{CJK}]{{1,6}}[市省区县镇]", text):
         return True
-    if not re.fullmatch(rf"[{CJK}]{{2,8}}", text):
-        return False
+    if not re.fullmatch(rf"[{CJK}]{{2,8}}", text) or text in ZH_BRANDS or text.endswith("长大"):
+        return False  # jieba tags 长大 as a place: "在美国长大" names 美国 only
     words = [w for w in _posseg().cut(text) if w.word.strip()]
     return bool(words) and all(w.flag == "ns" for w in words)
 

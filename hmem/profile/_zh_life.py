@@ -35,7 +35,7 @@ _EN_KINDS = rf"(?i:{_alt(PARTNER_WORDS | CHILD_WORDS | ANIMALS)})\b"
 _KINDS = rf"(?:{_alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_ANIMALS)}|{_EN_KINDS})"
 _COUNT = r"(?:一|两|二|三|四|几|\d+)?\s*(?:只|条|个|头|匹|位|对)?"
 #: "我女儿叫朵朵", "我老公 Mark 是英国人" (a Latin name right after the kind needs no 叫).
-_NAMED = r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s+(?=[A-Z][a-z]))(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
+_NAMED = r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s+(?=[A-Z][a-z])|\s*是\s*(?=[A-Z][a-z]+(?:$|[,，;\s])))(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
 _ADJ = r"(?:双胞胎|亲|大|小|二|老|一个)?"
 
 
@@ -62,18 +62,23 @@ def _one(key: str, kind: str, name: str | None, c: Clause, conf: float) -> Found
     return fact(key, value, conf, c.text)
 
 
+#: "我和女朋友分手了", "我家狗去年走了": the relation or the animal is gone.
+_OVER = re.compile(r"分手|离婚|离了婚|去世|过世|死了|不在了|走丢|送人了|[年月天]走了")
+
+
 def _people(cs: Sequence[Clause], i: int) -> list[Found]:
     c = cs[i]
     if not allowed(c, frozenset({"question", "other"})):
         return []
     out: list[Found] = []
     listed = None  # "我儿子今年八岁，女儿五岁": the second relation is the user's too
-    if i > 0 and cs[i - 1].sentence == c.sentence and re.search(r"我(?:的|家的?)?\s*(?:" + _KINDS + ")", cs[i - 1].text):
-        listed = re.match(rf"^{_ADJ}(?P<kind>{_KINDS})(?:{_NAMED})?", c.bare)
-    for m in [*re.finditer(rf"(?<![他她你])我(?:的|家的?|们家的?)?\s*{_ADJ}(?P<kind>{_KINDS})(?:{_NAMED})?", c.text),
-              *([listed] if listed else [])]:
+    if i > 0 and cs[i - 1].sentence == c.sentence and \
+            re.search(rf"我(?:的|家的?|(?:也|还)?有\s*{_COUNT})?\s*(?:{_KINDS})", cs[i - 1].text):
+        listed = re.match(rf"^(?:还有|也有|有)?\s*{_COUNT}\s*{_ADJ}(?P<kind>{_KINDS})(?:{_NAMED})?", c.bare)
+    for m in [*re.finditer(rf"(?<![他她你])我(?:和|跟|与)?(?:的|家的?|们家的?|养的)?\s*{_ADJ}(?P<kind>{_KINDS})(?:{_NAMED})?",
+                           c.text), *([listed] if listed else [])]:
         key = _key(m.group("kind"))
-        if key is None:
+        if key is None or _OVER.search(c.sentence):
             continue
         name = m.group("name")
         name = name if name and (zh_name(name) or re.match(r"[A-Z]", name)) and name.lower() not in NOT_NAMES else None
@@ -82,7 +87,8 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
             later = re.match(r"^(?:名字)?(?:叫|名叫|叫做)\s*(?P<n>[A-Za-z][A-Za-z'-]*|[" + CJK + r"]{1,4})(?=$|[了啊呀吧哦])",
                              following.bare) if following else None
             name = later.group("n") if later else None
-        found = _one(key, m.group("kind"), name, c, 0.8)
+        has = m is listed and re.match(r"(?:还|也)?有", m.group(0)) is not None  # "我有个哥哥，还有个妹妹"
+        found = _one(key, m.group("kind"), name, c, 0.85 if has else 0.8)
         if found:
             out.append(found)
     p = zh_pred(c)
@@ -92,7 +98,7 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
         key = _key(named_first.group("kind")) or "pets"
         return [*out, fact(key, entity(_kind(named_first.group("kind")), named_first.group("n")), 0.85, c.text)]
     have = re.search(rf"(?:^|里|也|还|在家)(?P<v>有|养了|养着|养|带着|带|领养了|收养了|多了|添了|have|got|adopted)\s*{_COUNT}\s*"
-                     rf"{_ADJ}(?P<kind>{_KINDS})", p)
+                     rf"(?:[一二两三四五六七八九十\d]{{1,2}}岁半?的)?{_ADJ}(?P<kind>{_KINDS})", p)  # "有个三岁的女儿"
     if have and c.subject in ("self", "we", "with") and allowed(c, STAY) and not negated(p[: have.start("v")]):
         key = _key(have.group("kind"))
         if key and not (have.group("v").startswith("带") and key != "children"):
@@ -102,7 +108,7 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
             ends_sentence = i + 1 < len(cs) and cs[i + 1].sentence != c.sentence
             nxt = [x for x in cs[i + 1: i + 3] if x.sentence == c.sentence or ends_sentence]
             for x in nxt:
-                names += re.findall(rf"(?:^|一|另一|大|小)(?:只|个|条|位)?(?:{_KINDS})?(?:名字|取名|起名)?叫\s*([A-Za-z]+|"
+                names += re.findall(rf"(?:^|一|另一|大|小)(?:只|个|条|位)?(?:{_KINDS})?(?:名字|取名|起名)?叫\s*(?:它|他|她)?\s*([A-Za-z]+|"
                                     rf"[{CJK}]{{1,4}}?)(?=$|[一另,，]|\s)", x.bare)
             kind = have.group("kind")
             breeds = [k for x in nxt[:1] for k in re.findall(rf"(?:一|另一)(?:只|条|个)\s*({_KINDS})", x.bare)]
@@ -119,6 +125,11 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
 
 _LABEL = rf"(?P<l>{_alt(ZH_DIET_LABELS)}|(?i:{_alt(DIET_LABELS)})\b)"
 _FOOD = rf"(?P<f>[{CJK}]{{1,6}}?|[A-Za-z][A-Za-z ]{{1,20}}?)(?=$|[了啊呀哈哦的啦,，]|\s*(?:也|和|跟))"
+#: "以前不吃香菜" is over ("已经不吃肉了" and "不再吃" are not: they say what holds now).
+_WAS = re.compile(r"以前|之前|曾经|原来|过去|从前|小时候|当年|那时候|前几年")
+#: "点了份素食披萨", "清真餐厅": the label describes a dish or a place, not the user's diet.
+_DISH = re.compile(r"\s*(?:的)?\s*(?:餐厅|餐馆|饭店|馆|店|披萨|汉堡|面|饭|菜|包子|饺子|食品|餐|套餐|料理|蛋糕|面包|外卖|沙拉|"
+                   r"火锅|食谱|做法|(?i:restaurant|pizza|burger|menu|recipe|dish|option))")
 _NOT_FOOD = ("早饭", "早餐", "午饭", "晚饭", "夜宵", "东西", "饭", "太多", "多少", "什么", "了", "掉", "口")
 
 
@@ -130,7 +141,7 @@ _EMPHATIC = (re.compile(rf"(?:一点儿?|一口|半点)\s*(?P<f>[{CJK}]{{1,4}}?)
 def _refusals(pred: str) -> list[tuple[str, str, int]]:
     """(verb, food, where) of every "I don't eat X" in ``pred``; the emphatic forms read as 不吃."""
     found = [(m.group("neg"), m.group("f").strip(), m.start())
-             for m in re.finditer(rf"(?P<neg>不吃|不喝|不能吃|不碰|忌)\s*{_FOOD}", pred)]
+             for m in re.finditer(rf"(?P<neg>不吃|不喝|不能吃|不碰|忌(?!口))\s*{_FOOD}", pred)]
     return found + [("不吃", m.group("f").strip(), m.start()) for rx in _EMPHATIC for m in rx.finditer(pred)]
 
 
@@ -141,10 +152,14 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     out: list[Found] = []
     allergic = "过敏" in c.sentence
     m = re.search(_LABEL, p)
-    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]):
+    dish = m is not None and ((_DISH.match(p[m.end("l"):]) and not re.search(r"只(?:能)?吃\s*$", p[: m.start("l")]))
+                              or re.search(r"(?:点|买|订|叫|吃)了\s*(?:一|几|两)?\s*(?:份|碗|个|家|盒|袋)?\s*$",
+                                           p[: m.start("l")]))  # "点了一份清真牛肉面"
+    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]) and not dish:
         out.append(fact("diet", m.group("l").lower() if m.group("l").isascii() else m.group("l"), 0.85, c.text))
     for neg, food, where in _refusals(p):
-        if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[:where]):
+        if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[:where]) or "temporary" in c.guards \
+                or _WAS.search(c.text):
             continue
         if allergic and neg == "不能吃":
             out.append(fact("allergies", food, 0.85, c.text))
@@ -157,7 +172,7 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
         if not m or negated(p[: m.start("a")]) or re.search(r"不过敏|没有过敏", p):
             continue
         allergens = items(m.group("a").strip())
-        if not allergens or any(re.search(r"[吃就都会有点也容易什么任何]", a) for a in allergens):
+        if not allergens or any(re.search(r"[吃就都会有点也容易什么任何是]", a) for a in allergens):
             continue
         out.append(fact("allergies", allergens, 0.9, c.text))
         break

@@ -43,7 +43,8 @@ _ENTITY_WORDS = re.compile("|".join(sorted(ZH_ANIMALS + ZH_CHILD_WORDS, key=len,
 
 def zh_pred(c: Clause) -> str:
     """What a Chinese clause says of the user, adverbs dropped ("" if not about the user)."""
-    return ADV.sub("", c.pred.strip()) if c.subject in ("self", "with", "we") else ""
+    pred = re.sub(r"^am\s+(?=[从在是住来])", "", c.pred.strip())  # "I'm 从 Harbin 来的"
+    return ADV.sub("", pred) if c.subject in ("self", "with", "we") else ""
 
 
 def _name(cs: Sequence[Clause], i: int) -> list[Found]:
@@ -72,6 +73,8 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
             continue  # "我是李老师": how the user is addressed, not a name to store as such
         if name and ((name.endswith("人") and zh_is_place(name[:-1])) or {*name.lower().split()} & (NOT_NAMES | JOBS)):
             continue  # "我是韩国人" (韩 is a surname too), "我是 Korean", "我是 Engineer"
+        if name and (re.match(r"[不没]", name) or (pattern.startswith("^是") and re.search("[人座迷粉控党族者狗猫]$", name))):
+            continue  # "我是马来人", "我是金牛座", "我是宋朝迷", "我叫不出名字": a kind of person, not a name
         if name and not name.startswith(_NOT_NAMES) and name not in _NOT_NAMES:
             return [fact("name", name, confidence, c.text)]
     return []
@@ -123,12 +126,13 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.match(rf"^是\s*(?P<d>{_DEMONYM})(?![A-Za-z])", p)  # "我是 Malaysian Chinese"
     if m and not out:
         out.append(fact("nationality", DEMONYMS[m.group("d").lower()], 0.8, c.text))
-    m = re.match(rf"^(?:是\s*)?(?P<p>[{CJK}]{{2,6}}?)\s*(?:人|土著)(?:$|,|，|啊|呀|哦)", p)
+    m = re.match(rf"^(?:是\s*)?(?:土生土长的\s*)?(?P<p>[{CJK}]{{2,6}}?)\s*(?:人|土著)(?:$|,|，|啊|呀|哦)", p)
     if m and not out and not negated(p[: m.start()]) and zh_is_place(m.group("p")) and m.group("p") not in ZH_COUNTRIES:
         out.append(fact("hometown", m.group("p"), 0.8, c.text))
-        if "土著" in m.group(0):
+        if "土著" in m.group(0) or "土生土长" in m.group(0):  # a local: born there and still there
             out.append(fact("location", m.group("p"), 0.8, c.text))
     for pattern, confidence in ((rf"^(?:来自|是从)\s*{_PLACE}\s*(?:(?:搬)?过?来的)?{_PLACE_END}", 0.85),
+                                (rf"^从\s*{_PLACE}\s*(?:搬)?过?来的", 0.8),
                                 (rf"(?:^是?|从小|小时候)在\s*{_PLACE}\s*长大", 0.85),
                                 (rf"^是\s*{_PLACE}(?:人)?的$", 0.75),
                                 (rf"^(?:出生在|生在|出生于|生于)\s*{_PLACE}{_PLACE_END}", 0.85),
@@ -154,7 +158,7 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
     found: list[tuple[float, str]] = []
     for pattern, confidence, checked in (
         (rf"^(?:住在|住|生活在|定居在|定居于|定居|落户在?|安家在?|常驻|驻)\s*{_PLACE}{_PLACE_END}", 0.9, False),
-        (rf"(?:搬到|搬去|搬来|搬家到|移居到?)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.85, False),
+        (rf"(?:搬到|搬去|搬来|搬家到|移居到?|留在)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.85, False),
         (rf"(?:移民到|移民去)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.8, False),
         (rf"^(?:base|坐标|现居|人在)\s*(?:在\s*)?{_PLACE}{_PLACE_END}", 0.85, False),
         (rf"^在\s*{_PLACE}\s*(?:工作|上班|生活|打工|创业|定居|安家|读书|上学)?(?:了|呢)?$", 0.8, True),
@@ -171,7 +175,8 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         if not m or negated(p[: m.start("p")]):
             continue
         place = m.group("p").strip()
-        if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家")) or _SPOT.search(place) \
+        if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家", "院", "宿")) or _SPOT.search(place) \
+                or re.match(r"[二两三四五六七八九十几半\d]", place) \
                 or TZ.fullmatch(place) \
                 or (checked and not zh_is_place(place)):
             continue
@@ -200,7 +205,7 @@ def _timezone(cs: Sequence[Clause], i: int) -> list[Found]:
     return []
 
 
-_LANG_GOOD = r"(?:也|还)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲|一般般?|凑合|马马虎虎)"
+_LANG_GOOD = r"(?:也|还|都)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲|一般般?|凑合|马马虎虎)"
 
 
 def _languages(cs: Sequence[Clause], i: int) -> list[Found]:
@@ -214,7 +219,7 @@ def _languages(cs: Sequence[Clause], i: int) -> list[Found]:
         if m is None:
             lang = re.match(rf"^(?P<v>.+?)\s*{_LANG_GOOD}", p)
             whole = lang and LANG_LIST.fullmatch(lang.group("v").strip())
-            m = lang if whole and c.pred == c.bare and i > 0 else None
+            m = lang if whole and (c.pred != c.bare or i > 0) else None  # "我英语还行", "…，日语也还行"
     if m and not negated(text[: text.find(m.group("v"))]):
         langs = languages_in(m.group("v"), loose=not m.group(0).startswith(m.group("v")))
         if langs:

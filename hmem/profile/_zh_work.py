@@ -27,13 +27,14 @@ from hmem.profile._zh_self import zh_pred
 
 __all__ = ["zh_work"]
 
-_JOB = (rf"(?P<job>(?![做当干在是搞不没])(?:(?![的是在了我你他她])[{CJK}A-Za-z]){{0,6}}?(?:{'|'.join(ZH_JOBS)}|{'|'.join(ZH_FIELDS)})|(?i:{JOB_PHRASE})|"
+_JOB = (rf"(?P<job>(?![做当干在是搞不没]|作为)(?:[A-Za-z]+\s)?(?:(?![的是在了我你他她])[{CJK}A-Za-z]){{0,6}}?(?:{'|'.join(ZH_JOBS)}|{'|'.join(ZH_FIELDS)})|(?i:{JOB_PHRASE})|"
         rf"(?i:{'|'.join(sorted(FIELDS, key=len, reverse=True))})\b)")
-_JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|,|，|;|$|\s|工作|方面|这块|这一块|的(?:$|,|，)))"
+_JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|啊|吧|嘛|一枚|,|，|;|$|\s|工作|方面|这块|这一块|的(?:$|,|，)))"
 _QUANT = r"(?:一名|一个|一位|个|名|位|一枚)?"
 _GENERIC = re.compile(r"^(?:一家|一个|一所|一间|这家|那家|家|某|本地|当地|附近)|^(?:[大小]|私立|公立|国企|外企|私企|央企|"
                       r"互联网|电商|创业|科技|教育|医疗|金融|咨询|广告|游戏|外贸|传统|本地|三甲|社区|市|县|区)*"
-                      r"(?:公司|外企|企业|单位|学校|医院|银行|工厂|工作室|机构|部门|政府|机关|事业单位|店|厂|小学|中学)$")
+                      r"(?:公司|外企|企业|单位|学校|医院|银行|工厂|工作室|机构|部门|政府|机关|事业单位|店|厂|小学|中学)$|"
+                      rf"^[{CJK}]?[企厂]$")  # 药企, 车企, 药厂
 _SCHOOL = re.compile(rf"^(?P<s>[{CJK}]{{2,12}}?(?:大学|学院|中学|小学|高中|学校)|清华|复旦|[{CJK}]{{1,4}}科(?:学)?院|[{CJK}]{{1,4}}大|[A-Z]{{2,6}}|"
                      rf"[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){{0,4}})$")
 
@@ -45,12 +46,14 @@ def _named_org(org: str) -> str | None:
     place = zh_place_prefix(org)
     if place and place != org:
         rest = org[len(place):].strip().removeprefix("的").strip()  # "杭州的一家公司"
-        if place not in ZH_PLACES and re.fullmatch(r"医院|大学|学院|银行|研究院|研究所", rest):
-            return org  # "华西医院": a name jieba reads as a place, then a bare head noun
+        if re.match(r"(?:大学|学院|医科大学|师范|理工|科技大学|工业大学|农业大学).{2,}", rest):
+            return org  # "中南大学湘雅医院": the place begins the organisation's own name
+        if (place not in ZH_PLACES and re.fullmatch(r"医院|大学|学院|银行|研究院|研究所", rest)) or rest in ("银行", "大学"):
+            return org  # "华西医院": a name jieba reads as a place, then a bare head noun; "中国银行", "上海大学"
         org = rest
-    if re.match(r"^(?:一家|一个|一所|一间|这家|那家)", org):
-        return None
-    if len(org) < 2 or _GENERIC.match(org) or zh_is_place(org) or org.lower() in PLACES:
+    if re.match(r"^(?:一家|一个|一所|一间|这家|那家)", org) or "的" in org:
+        return None  # "读的大学": an organisation's name holds no 的
+    if len(org) < 2 or _GENERIC.match(org) or zh_is_place(org) or org.lower() in PLACES or _SURNAME_TITLE.match(org):
         return None
     latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})(?:\s*[" + CJK + r"]+)?$", org)
     if latin:
@@ -71,6 +74,7 @@ def _job(raw: str) -> str:
 
 def _occupation(c: Clause, p: str) -> list[Found]:
     out: list[Found] = []
+    p = re.sub(r"(?<![\d])\d0后|(?<![\d])\d5后", "", p)  # "一名95后幼儿园老师": the generation is no part of the job
     m = re.match(rf"^(?:是|本人|我是)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p) or \
         re.match(rf"^(?![做当干在是去来有从]){_JOB}\s*(?:一枚)?$", p)  # "程序员一枚"
     if m and not negated(p[: m.start("job")]) and not _SURNAME_TITLE.match(_job(m.group("job"))):
@@ -84,9 +88,20 @@ def _occupation(c: Clause, p: str) -> list[Found]:
             if named:
                 student = re.search(r"student|学生|研究生|博士生|读|phd", c.sentence, re.IGNORECASE)
                 out.append(fact("school" if student else "employer", named, 0.8, c.text))
-    m = re.search(r"(?:^|在\S{1,20}?)(?:做|当)\s*(?P<job>[A-Z]{2,5})(?=$|[^A-Za-z])", p)
-    if m and not out and not negated(p[: m.start("job")]):  # "做 SDE", "当PM": a job acronym
+    m = re.search(r"(?:^|在\s*(?P<org>[^,，]{1,20}?)\s*)(?:做|当)\s*(?P<job>[A-Z]{2,5})(?=$|[^A-Za-z])", p)
+    if m and not out and not negated(p[: m.start("job")]):  # "做 SDE", "在 Meta 做 SWE": a job acronym
         out.append(fact("occupation", m.group("job"), 0.75, c.text))
+        if m.group("org") and (named := _named_org(m.group("org"))):
+            out.append(fact("employer", named, 0.75, c.text))
+    m = re.match(rf"^是\s*(?P<org>[^,，的]{{2,12}})的\s*{_QUANT}\s*{_JOB}{_JOB_END}", p)
+    study = r"学生|老师|教授|博士|研究生|(?i:student|undergrad|postdoc|professor|phd)"  # a school's: _study reads it
+    if m and not out and not negated(p[: m.start()]) and not re.search(study, m.group("job")):
+        out.append(fact("occupation", _job(m.group("job")), 0.75, c.text))  # "是三甲医院的主治医生"
+        if named := _named_org(m.group("org")):
+            out.append(fact("employer", named, 0.75, c.text))
+    m = re.search(rf"(?:转成|转行(?:做|当|成)|转岗(?:到|成|做)|改行(?:做|当)|升(?:职)?(?:成|为))了?\s*{_QUANT}\s*{_JOB}{_JOB_END}", p)
+    if m and not out and not negated(p[: m.start()]):  # "去年转成了产品经理": the job now
+        out.append(fact("occupation", _job(m.group("job")), 0.8, c.text))
     m = re.search(r"从事\s*(?P<job>[^,，;的]{2,8}?)\s*(?:工作|行业|相关工作|方面的工作)?$", p)
     if m and not negated(p[: m.start()]):
         out.append(fact("occupation", m.group("job"), 0.75, c.text))
@@ -98,9 +113,10 @@ def _occupation(c: Clause, p: str) -> list[Found]:
         d = m.group("d").lower()
         out.append(fact("occupation", "研究生" if d in ("研究生", "研", "硕士") else "博士生" if d in ("博士", "博")
                         else "phd student" if d == "phd" else "学生", 0.8, c.text))
-    m = re.match(rf"^是(?:做|搞|干)\s*(?P<job>(?:(?!的)[{CJK}A-Za-z ]){{1,8}}?)的$", p)
-    if m and not out and not negated(p[: m.start()]):
-        out.append(fact("occupation", m.group("job").strip(), 0.75, c.text))
+    m = re.match(rf"^是(?P<v>做|搞|干|开|跑|卖|送|教|修)\s*(?P<job>(?:(?!的)[{CJK}A-Za-z ]){{1,8}}?)的$", p)
+    if m and not out and not negated(p[: m.start()]):  # "是做金融的" → 金融; "是跑外卖的" → 跑外卖
+        verb = "" if m.group("v") in "做搞干" else m.group("v")
+        out.append(fact("occupation", verb + m.group("job").strip(), 0.75, c.text))
     m = re.search(rf"(?:^|在[^,，]{{1,12}}?)教\s*(?P<s>{_TAUGHT})", p)  # "我在高中教英语" → 英语老师
     if m and not out and not negated(p[: m.start("s")]):
         out.append(fact("occupation", f"{m.group('s')}老师", 0.75, c.text))
@@ -113,6 +129,8 @@ def _occupation(c: Clause, p: str) -> list[Found]:
     return out
 
 
+#: "暑期在腾讯实习", "这段时间临时在咖啡店帮忙": a job for now, not the user's occupation.
+_FOR_NOW = re.compile(r"暑期|暑假|寒假|临时|暂时|这段时间|这几天|这周|这个月|这学期")
 _ORG_SUFFIX = re.compile(r"(?:医院|公司|集团|银行|研究院|研究所|中心|局|事务所|大学)$")
 
 
@@ -140,7 +158,9 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
     c = cs[i]
     out: list[Found] = []
     m = re.search(r"在\s*(?P<s>[^,，;]{2,16}?)\s*(?P<v>读|上(?!班)|念|攻读|就读|学习)\s*(?P<what>[^,，;]{0,12})$", p)
-    if m and not negated(p[: m.start()]) and zh_is_place(m.group("s").strip()) and allowed(c, STAY):
+    # "我大学在武汉读的", "在复旦读的本科": 是…的 tells a past event; the school counts (attended), nothing current
+    done = m is not None and m.group("what").startswith("的")
+    if m and not negated(p[: m.start()]) and zh_is_place(m.group("s").strip()) and allowed(c, STAY) and not done:
         out.append(fact("location", m.group("s").strip(), 0.7, c.text))
         d = m.group("what").strip().lower()
         out.append(fact("occupation", "研究生" if re.match(r"研|硕士|master", d) else "博士生" if re.match("博", d)
@@ -149,11 +169,17 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
         school, what = m.group("s").strip(), m.group("what").strip()
         if _SCHOOL.match(school):
             out.append(fact("school", school, 0.85, c.text))
+        if _SCHOOL.match(school) and not done:
             what = what.removesuffix("专业")
             if re.match(r"^(?:研|研究生|硕士)", what):
                 out.append(fact("occupation", "研究生", 0.8, c.text))
             elif re.match(r"^(?:博|博士|phd|PhD|PHD)", what, re.I):
                 out.append(fact("occupation", "博士生" if re.match(r"博", what) else "phd student", 0.8, c.text))
+            elif field := re.match(r"^(?P<m>.{1,12}?)\s*的\s*(?P<d>(?i:phd|master'?s?)|博士|硕士|研究生|本科)$", what):
+                out.append(fact("major", field.group("m"), 0.8, c.text))  # "读 CS 的 PhD"
+                d = field.group("d").lower()
+                out.append(fact("occupation", "研究生" if d in ("硕士", "研究生") or d.startswith("master") else
+                                "博士生" if d == "博士" else "phd student" if d == "phd" else "学生", 0.8, c.text))
             else:
                 out.append(fact("occupation", "学生", 0.75, c.text))
                 if what and what not in ("书", "大学", "本科", "高中", "初中", "的") and len(what) <= 8:
@@ -181,17 +207,33 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
             out.append(fact("school", school, 0.85, c.text))
         if major or _SCHOOL.match(school):
             out.append(fact("occupation", m.group("j"), 0.85, c.text))
-    m = re.match(r"^(?:今年|现在)?(?:大[一二三四]|研[一二三]|博[一二三四五]|高[一二三])(?:了|学生)?(?:$|\s*(?:在|正在))", p)
-    if m:
-        out.append(fact("occupation", "学生", 0.7, c.text))
+    m = re.match(r"^(?:今年|现在)?(?:在?读|在念|上|是)?(?P<g>大[一二三四]|研[一二三]|博[一二三四五]|高[一二三]|初[一二三])"
+                 r"(?:的|了|学生)?(?:$|\s*(?:在|正在))", p)
+    if m:  # "我今年大四", "读大二", "是研二的"
+        g = m.group("g")
+        out.append(fact("occupation", "研究生" if g[0] == "研" else "博士生" if g[0] == "博" else "学生", 0.7, c.text))
+    m = re.match(r"^(?:学的|读的|念的)(?:专业)?是\s*(?P<m>[^,，;]{1,12})$", p)
+    if m and re.search(r"读|念|大[一二三四]|学生|研究生|博士|硕士|本科", c.sentence):  # "…读大二，学的是临床医学"
+        out.append(fact("major", m.group("m"), 0.8, c.text))
     return out
+
+
+def _as_job(cs: Sequence[Clause], i: int) -> list[Found]:
+    """"作为一名护士，我经常上夜班": the user's job, unless what follows only asks ("…，我该学什么？")."""
+    m = re.match(rf"^作为\s*{_QUANT}\s*{_JOB}$", cs[i].bare)
+    nxt = cs[i + 1] if i + 1 < len(cs) and cs[i + 1].sentence == cs[i].sentence else None
+    if m and cs[i].subject == "self" and nxt is not None and nxt.pred and allowed(nxt, CURRENT):
+        return [fact("occupation", _job(m.group("job")), 0.75, cs[i].text)]
+    return []
 
 
 def zh_work(cs: Sequence[Clause], i: int) -> list[Found]:
     """Every occupation / employer / school / major fact of clause ``i`` (Chinese, mixed)."""
     c = cs[i]
-    if not re.search(f"[{CJK}]", c.text) or not allowed(c, CURRENT):
+    if not re.search(f"[{CJK}]", c.text) or not allowed(c, CURRENT) or _FOR_NOW.search(c.text):
         return []
+    if c.bare.startswith("作为"):
+        return _as_job(cs, i)
     if c.subject == "my":
         return _occupation(c, "") + _study(cs, i, "")
     if c.subject == "other" and re.match(r"^(?:研究)?方向(?:是|为)", c.bare) and i > 0 and cs[i - 1].subject == "self" \
