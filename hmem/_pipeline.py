@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from hmem.longterm.facts import FactReport
-from hmem.profile.extract import AppliedUpdates, ExtractionMethod, apply_updates, extract_profile
-from hmem.types import Message, Provenance, Usage
+from hmem.longterm.facts import FactReport, TurnContext, fact_entries
+from hmem.profile.extract import AppliedUpdates, ExtractionMethod, ProfileUpdate, apply_updates, extract_profile
+from hmem.profile.statements import is_chinese, update_statements
+from hmem.types import Message, ProfileEntry, Provenance, Usage
 
 if TYPE_CHECKING:
     from hmem._options import MemoryParts
@@ -66,18 +68,26 @@ class AfterAppend:
 
     def _steps(self, user: str, session: str, batch: list[Message], previous: Message | None) -> Outcome:
         user_turns = [m for m in batch if m.role == "user" and m.content]
-        facts, fact_report = self._long_term(user, session, batch, previous, user_turns)
-        profile_result, compaction = self._profile_and_compaction(user, session, user_turns)
-        return profile_result, facts, fact_report, compaction
+        contexts: dict[str, TurnContext] = {}
+        try:
+            # The profile first: its statements become facts, named after the user it knows.
+            profile_result = self._extract_profile(user, session, user_turns, contexts)
+        except Exception:
+            with contextlib.suppress(Exception):  # a profile failure must not cost the turns their archive
+                self._long_term(user, session, batch, previous, user_turns, contexts=contexts)
+            raise
+        facts, fact_report = self._long_term(user, session, batch, previous, user_turns, contexts=contexts)
+        return profile_result, facts, fact_report, self._compaction(user, session)
 
     def _long_term(
-        self, user: str, session: str, batch: list[Message], previous: Message | None, user_turns: list[Message]
+        self, user: str, session: str, batch: list[Message], previous: Message | None, user_turns: list[Message], *,
+        contexts: dict[str, TurnContext],
     ) -> tuple[tuple[RememberResult, ...], FactReport | None]:
         """Extract the facts, then archive the turns and store the facts in one write."""
         parts = self._parts
         archived = batch if parts.options.archive_turns == "on_add" else []
         try:
-            entries, fact_report = self._extract_facts(session, user_turns)
+            entries, fact_report = self._extract_facts(user, session, user_turns, contexts)
             if not (archived or entries):
                 return (), fact_report
             # Turns and facts in one write: one embedding call and one index update per add.
@@ -92,18 +102,14 @@ class AfterAppend:
                     parts.longterm.archive_turns(user, session, archived, previous=previous)
             raise
 
-    def _profile_and_compaction(
-        self, user: str, session: str, user_turns: list[Message]
-    ) -> tuple[AppliedUpdates | None, CompactionResult | None]:
+    def _compaction(self, user: str, session: str) -> CompactionResult | None:
         parts = self._parts
-        profile_result = self._extract_profile(user, session, user_turns)
-        compaction = None
         if parts.options.compaction == "foreground":
-            compaction = parts.compactor.compact(user, session)
-        elif parts.options.compaction == "background":
+            return parts.compactor.compact(user, session)
+        if parts.options.compaction == "background":
             # Coalesced per session: a compaction still waiting in the queue covers this append too.
             self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session))
-        return profile_result, compaction
+        return None
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:
         # The archived turn keeps the turn before it (see hmem.longterm.index_text); read after
@@ -117,10 +123,14 @@ class AfterAppend:
         earlier = [m for m in loaded[: ids.index(first_id)] if m.role in roles and m.text.strip()]
         return earlier[-1] if earlier else None
 
-    def _extract_profile(self, user: str, session: str, turns: list[Message]) -> AppliedUpdates | None:
+    def _extract_profile(self, user: str, session: str, turns: list[Message],
+                         contexts: dict[str, TurnContext]) -> AppliedUpdates | None:
+        """Extract and apply each turn's profile updates; ``contexts`` gets, per turn, who
+        said it and the updates as statements (facts, when facts are extracted)."""
         extractor, profile = self._parts.profile_extractor, self._parts.profile
         if not (self._parts.options.extract_profile and extractor and turns):
             return None
+        statements = self._parts.options.extract_facts and self._parts.fact_extractor is not None
         changed: list[str] = []
         confirmed: list[str] = []
         deleted: list[str] = []
@@ -129,7 +139,8 @@ class AfterAppend:
         refused: list[str] = []
         usage = Usage()
         for turn in turns:
-            found = extract_profile(extractor, turn.text, current=profile.all(user))
+            current = profile.all(user)
+            found = extract_profile(extractor, turn.text, current=current)
             methods.append(found.method)
             usage = usage + found.usage
             refused += found.refused
@@ -140,23 +151,41 @@ class AfterAppend:
                 changed += applied.changed
                 confirmed += applied.confirmed
                 deleted += applied.deleted
+            if statements:
+                contexts[turn.id] = turn_context(turn, current, found.updates)
         # One fallback turn marks the add: the caller must learn the LLM was not used throughout.
         method = "rules-fallback" if "rules-fallback" in methods else methods[0]
         return AppliedUpdates(tuple(changed), tuple(confirmed), tuple(deleted), method, usage, "; ".join(reasons),
                               tuple(refused))
 
-    def _extract_facts(self, session: str, turns: list[Message]) -> tuple[list[dict[str, Any]], FactReport | None]:
-        """The facts of ``turns`` as ``remember_many`` entries (not stored yet)."""
+    def _extract_facts(self, user: str, session: str, turns: list[Message],
+                       contexts: dict[str, TurnContext]) -> tuple[list[dict[str, Any]], FactReport | None]:
+        """The facts of ``turns`` as ``remember_many`` entries (not stored yet): the profile
+        statements in ``contexts`` and the extractor's facts, the speaker named."""
         extractor = self._parts.fact_extractor
         if not (self._parts.options.extract_facts and extractor and turns):
             return [], None
         extracted = extractor.extract(turns)
-        created = {m.id: m.created_at for m in turns}
-        entries = [
-            {**fact.to_entry(session), "created_at": created.get(fact.source_message_id or "")}
-            for fact in extracted.facts
-        ]
+        if any(turn.id not in contexts for turn in turns):  # no profile extraction: name the user from the store
+            name = self._parts.profile.get(user, "name")
+            for turn in turns:
+                contexts.setdefault(turn.id, turn_context(turn, [name] if name else [], ()))
+        archived = self._parts.options.archive_turns == "on_add"
+        entries = fact_entries(extracted, turns, contexts, session, turns_archived=archived)
         return entries, FactReport(extracted.method, extracted.usage, extracted.reason)
+
+
+def turn_context(turn: Message, profile: Sequence[ProfileEntry], updates: Sequence[ProfileUpdate]) -> TurnContext:
+    """Who said ``turn`` (its speaker's name, else the profile's name after ``updates``)
+    and ``updates`` as statements about them, dated the turn's day."""
+    names = [u.value for u in updates if u.key == "name" and u.operation == "set" and isinstance(u.value, str)]
+    names += [e.value for e in profile if e.key == "name" and isinstance(e.value, str)]
+    subject = turn.name or (names[0] if names else None)
+    speaker_key = turn.name.casefold() if turn.name else "user"
+    zh = is_chinese(turn.text)
+    said = tuple(st for u in updates for st in update_statements(u, subject, turn.created_at.date(), zh=zh,
+                                                                 speaker_key=speaker_key))
+    return TurnContext(subject, speaker_key, said)
 
 
 #: What :func:`warm_rules` runs the rules on: English and Chinese, a job, a place, a date.

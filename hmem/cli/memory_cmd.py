@@ -234,8 +234,14 @@ def _render_inspect(console: Console, data: dict[str, Any]) -> None:
     items = table(f"Long-term items from this session ({len(data['items'])})",
                   ["kind", ("importance", "right"), "date", "source", "text"])
     for i in data["items"]:
+        shown = short(i["text"], 80)
+        for name, label in (("newer", "superseded by"), ("older", "supersedes")):
+            v = i.get(name)
+            if v:  # the other version of the claim, which may sit in another session
+                said = short(v["text"], 60) if v["text"] is not None else "deleted since"
+                shown += f"\n  {label} {v['id'][:8]} ({(v['created_at'] or '')[:10]}): {said}"
         items.add_row(text(i["kind"]), text(f"{i['importance']:.2f}"), text(i["created_at"][:10]),
-                      text(i["source_message_id"] or "-"), text(short(i["text"], 80)))
+                      text(i["source_message_id"] or "-"), text(shown, "dim" if i.get("newer") else ""))
     console.print(items)
     st = data["stats"]
     console.print(text(

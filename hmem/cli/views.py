@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hmem.cli.common import hit_to_dict, item_to_dict, profile_entry_to_dict, short
+from hmem.longterm.supersede import SUPERSEDED_BY, SUPERSEDES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from hmem.memory import Memory
     from hmem.types import AssembledContext
 
-__all__ = ["context_to_dict", "render_context", "render_messages", "render_report", "session_view", "table", "text"]
+__all__ = ["context_to_dict", "render_context", "render_messages", "render_report", "session_view", "table", "text",
+           "with_versions"]
 
 _ROLE_STYLE = {"system": "magenta", "user": "cyan", "assistant": "green", "tool": "yellow", "developer": "magenta"}
 
@@ -101,7 +103,7 @@ def session_view(mem: Memory, user_id: str, session_id: str) -> dict[str, Any]:
             "folded_count": summary.folded_count, "tokens": summary.tokens, "updated_at": summary.updated_at,
         },
         "profile": [profile_entry_to_dict(e) for e in mem.profile.all(user)],
-        "items": [item_to_dict(i) for i in mem.items(user, session_id=session)],
+        "items": with_versions(mem, user, [item_to_dict(i) for i in mem.items(user, session_id=session)]),
         "stats": mem.stats(user),
     }
 
@@ -167,3 +169,19 @@ def render_report(console: Console, data: Mapping[str, Any]) -> None:
 def render_context(console: Console, data: Mapping[str, Any]) -> None:
     render_messages(console, data["messages"])
     render_report(console, data)
+
+
+def with_versions(memory: Memory, user: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row with the versions its claim links to (``newer``: what superseded it,
+    ``older``: what it superseded), read in one call, so both show wherever one does."""
+    links = {row["id"]: {name: row["metadata"].get(key) for name, key in (("newer", SUPERSEDED_BY),
+                                                                        ("older", SUPERSEDES))} for row in rows}
+    wanted = {i for pair in links.values() for i in pair.values() if isinstance(i, str) and i}
+    found = {it.id: it for it in memory.items(user, ids=sorted(wanted))} if wanted else {}
+    for row in rows:
+        for name, linked in links[row["id"]].items():
+            item = found.get(linked) if isinstance(linked, str) else None
+            # A version deleted since still shows as a link target that is gone.
+            row[name] = None if not linked else {"id": linked, "text": item.text if item else None,
+                                                 "created_at": item.created_at.isoformat() if item else None}
+    return rows

@@ -18,6 +18,7 @@ from typing import Any
 
 from hmem._checks import is_finite
 from hmem.errors import InvalidInput
+from hmem.longterm.supersede import check_claim_metadata
 from hmem.longterm.types import check_k
 from hmem.protocols import ItemFilter
 from hmem.types import (
@@ -115,6 +116,7 @@ def check_entry(raw: Mapping[str, Any] | str, where: str = "", *, now: datetime 
     importance = check_importance(raw.get("importance", 0.5), _at(where, "importance"))
     meta = raw.get("metadata")
     metadata = {} if meta is None else check_metadata(meta, _at(where, "metadata"))
+    check_claim_metadata(metadata, _at(where, "metadata"))
     opt: dict[str, str | None] = {}
     for name in ("session_id", "source_message_id"):
         value = raw.get(name)

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from hmem.longterm._args import index_metadata
-from hmem.longterm.index_text import lexical_text
-from hmem.protocols import ItemStore, LexicalIndex, VectorIndex
+from hmem.longterm.index_text import dense_text, lexical_text
+from hmem.longterm.supersede import CLAIM_KEY, plan_supersession
+from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, VectorIndex
 from hmem.types import MemoryItem
 
-__all__ = ["lexical_add", "persist"]
+__all__ = ["lexical_add", "link_versions", "persist"]
 
 
 def persist(
@@ -68,3 +70,27 @@ def lexical_add(lexical: LexicalIndex, user_id: str, docs: Sequence[tuple[str, s
     else:
         for doc_id, text in docs:
             lexical.add(user_id, doc_id, text)
+
+
+def link_versions(
+    items: ItemStore, embedder: Embedder, user_id: str, final: dict[str, tuple[MemoryItem, list[float]]],
+    now: datetime,
+) -> dict[str, MemoryItem]:
+    """Link the claim-keyed items of ``final`` (about to be persisted) to the stored
+    versions they supersede, and add those, marked, to ``final``
+    (:mod:`hmem.longterm.supersede`). Returns the new items that changed, by id."""
+    claimed = [it for it, _ in final.values() if CLAIM_KEY in it.metadata]
+    if not claimed:
+        return {}
+    # Read by kind (an indexed condition in every item store), then by claim in Python.
+    stored = items.find(user_id, ItemFilter(kinds=frozenset(it.kind for it in claimed)))
+    active = [it for it in stored if it.id not in final and CLAIM_KEY in it.metadata]
+    new, old = plan_supersession([it for it, _ in final.values()], active, now)
+    changed = {it.id: it for it in new if it is not final[it.id][0]}
+    for it in changed.values():
+        final[it.id] = (it, final[it.id][1])
+    if old:
+        # Marking changes metadata only: the same text, the same vector (the embedding cache answers).
+        vectors = embedder.embed([dense_text(it) for it in old])
+        final.update({it.id: (it, vec) for it, vec in zip(old, vectors, strict=True)})
+    return changed

@@ -35,10 +35,19 @@ from typing import Any, Literal
 
 from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
-from hmem.longterm._rank import best_first, boosted_scores, boosts_read_items, fusion_rrf, fusion_weighted, to_hits
+from hmem.longterm._rank import (
+    Scored,
+    best_first,
+    boosted_scores,
+    boosts_read_items,
+    fusion_rrf,
+    fusion_weighted,
+    to_hits,
+)
 from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
+from hmem.longterm.supersede import is_superseded
 from hmem.longterm.types import LongTermConfig
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
 from hmem.types import Hit, MemoryItem
@@ -112,6 +121,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rounds = assign_rounds(rounds, order[:k], round_no)
+    order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
     if mmr_lambda is not None and order:
         pool = valid.first(order, max(k * 3, 30))
         vecs = dict(zip(pool, ports.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
@@ -121,6 +131,24 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         order = [d for d, _ in picked]
         rounds = assign_rounds(rounds, order[:k], kept)  # MMR's picks from deeper down: the last round's
     return to_hits(valid.first(order, k), scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
+
+
+def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, weight: float,
+                       k: int) -> list[str]:
+    """``order`` with superseded items among the first ``k`` scored ``weight`` times lower
+    (``boosts["superseded"]``), so the newer version of a claim ranks first. Only the
+    shown items are read, plus as many below them as are demoted (they may move up)."""
+    shown = valid.first(order, k)
+    stale = sum(is_superseded(valid[d]) for d in shown)
+    if not stale or weight >= 1.0:
+        return list(order)
+    pool = valid.first(order, k + stale)
+    for d in pool:
+        if is_superseded(valid[d]):
+            score, boosts = scored[d]
+            scored[d] = (score * weight, {**boosts, "superseded": weight})
+    head = set(pool)
+    return sorted(pool, key=lambda d: (-scored[d][0], d)) + [d for d in order if d not in head]
 
 
 def _feedback_search(

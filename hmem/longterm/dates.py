@@ -38,6 +38,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -47,7 +48,7 @@ from hmem.errors import InvalidInput
 from hmem.longterm._date_calc import Granularity, find
 from hmem.longterm._date_rules import RULES, TRIGGER
 
-__all__ = ["MONTH_NAMES", "DateSpan", "Granularity", "date_keys", "day_key", "mentions_period", "query_period",
+__all__ = ["MONTH_NAMES", "DateSpan", "Granularity", "annotate_dates", "date_keys", "day_key", "mentions_period", "query_period",
            "resolve_dates"]
 
 #: English month names of the index keys: fixed, so keys never depend on the locale.
@@ -188,3 +189,29 @@ def mentions_period(text: str, said_on: date, period: tuple[date, date]) -> bool
         return True
     return any(s.start <= last and s.end >= first for s in resolve_dates(text, said_on))
 
+
+
+def _label(span: DateSpan) -> str:
+    keys = _keys(span)
+    return keys[0] if len(keys) == 1 or keys[0] == keys[-1] else f"{keys[0]} – {keys[-1]}"
+
+
+_HAS_YEAR = re.compile(r"\d{4}")
+
+
+def annotate_dates(text: str, said_on: date) -> str:
+    """``text`` with each date it refers to written out after the words that name it,
+    resolved against ``said_on`` ("last Saturday" → "last Saturday (6 May 2023)"), so a
+    fact read months later still says when. Dates already written with a year are left
+    as they are.
+
+    >>> annotate_dates("Maya went hiking last Saturday; 2023年5月1日也去了", date(2023, 5, 8))
+    'Maya went hiking last Saturday (6 May 2023); 2023年5月1日也去了'
+    """
+    out = text
+    for span in reversed(resolve_dates(text, said_on)):
+        start, end = span.text_span
+        if _HAS_YEAR.search(text[start:end]):
+            continue
+        out = f"{out[:end]} ({_label(span)}){out[end:]}"
+    return out

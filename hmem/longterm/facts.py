@@ -1,8 +1,11 @@
 """Fact extractors: user turns → candidate long-term facts ``{kind, text, importance}``.
 
-* :class:`OfflineFactExtractor` never invents anything: every fact is a sentence
-  the user actually wrote (first-person statements, and other informative
-  sentences), English and Chinese. Questions and small talk are dropped.
+* :class:`OfflineFactExtractor` never invents anything: every fact is one clause the
+  user actually wrote (one claim: "I'm Maya, I work at Acme" gives two), first-person
+  statements and other informative clauses, English and Chinese. Questions, role-play
+  and small talk are dropped. ``Memory.add`` then names the speaker and dates relative
+  days (:func:`resolve_fact`): "I went hiking last week" → "Maya went hiking last week
+  (week of 1 May 2023)"; :func:`fact_entries` builds the store entries of one add.
 * :class:`LLMFactExtractor` asks an :class:`~hmem.protocols.LLM` for a JSON list,
   validates every entry, retries once on invalid JSON, and records token usage. With a
   ``fallback`` it hands the batch to the offline rules when the LLM fails, and says so
@@ -18,7 +21,11 @@ Example::
     >>> from hmem.types import Message
     >>> facts = OfflineFactExtractor().extract([Message(role="user", content="Hi! I love hiking. What's up?")])
     >>> [(f.kind, f.text) for f in facts.facts]
-    [('preference', 'I love hiking.')]
+    [('preference', 'I love hiking')]
+    >>> from datetime import date
+    >>> resolve_fact("I went hiking last Saturday", "Maya", date(2023, 5, 8))
+    'Maya went hiking last Saturday (6 May 2023)'
+
 """
 
 from __future__ import annotations
@@ -28,14 +35,20 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from hmem.errors import InvalidInput, LLMError
+from hmem.longterm.dates import annotate_dates
+from hmem.longterm.index_text import SAID_KEY
+from hmem.longterm.supersede import CLAIM_KEY
+from hmem.profile.statements import Statement, covered, third_person, user_claims
 from hmem.protocols import LLM
-from hmem.session.extractive import score_sentence, split_sentences
+from hmem.session.extractive import score_sentence
 from hmem.types import Message, Usage, coerce_messages
 
-__all__ = ["ExtractionResult", "FactCandidate", "FactReport", "LLMFactExtractor", "OfflineFactExtractor"]
+__all__ = ["SAID_KEY", "ExtractionResult", "FactCandidate", "FactReport", "LLMFactExtractor", "OfflineFactExtractor",
+           "TurnContext", "fact_entries", "resolve_fact"]
 
 log = logging.getLogger("hmem.longterm")
 
@@ -46,11 +59,6 @@ FactMethod = Literal["llm", "offline", "rules-fallback", "custom"]
 MAX_FACT_CHARS = 1000
 _ID_SAFE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
-_FIRST_PERSON = re.compile(
-    r"^(?:(?:actually|also|well|so|and|but|btw|oh|honestly|by the way)[, ]+)*"
-    r"(?:i|i'm|im|i've|i'll|i'd|my|we|we're|our)\b|^(?:其实|另外|对了|还有)?[，, ]*我",
-    re.IGNORECASE,
-)
 _PREFERENCE = re.compile(
     r"\b(?:like|love|enjoy|prefer\w*|hate|dislike|favou?rite|can't stand|allergic)\b|喜欢|爱|讨厌|偏好|最爱|不吃|过敏",
     re.IGNORECASE,
@@ -73,11 +81,17 @@ class FactCandidate:
     text: str
     importance: float
     source_message_id: str | None = None
+    #: The sentence the claim was said in, in the user's words (offline facts): what
+    #: BM25 indexes for it (:func:`hmem.longterm.index_text.lexical_text`).
+    said: str | None = None
 
     def to_entry(self, session_id: str | None = None) -> dict[str, Any]:
         """A ``remember_many`` entry for this fact."""
-        return {"text": self.text, "kind": self.kind, "importance": self.importance,
-                "source_message_id": self.source_message_id, "session_id": session_id}
+        entry: dict[str, Any] = {"text": self.text, "kind": self.kind, "importance": self.importance,
+                                 "source_message_id": self.source_message_id, "session_id": session_id}
+        if self.said and self.said != self.text:
+            entry["metadata"] = {SAID_KEY: self.said[:MAX_FACT_CHARS]}
+        return entry
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +122,9 @@ class FactReport:
 
 
 class OfflineFactExtractor:
-    """Sentences of user turns, verbatim: first-person statements always (unless a
-    question or small talk), other sentences when :func:`score_sentence` rates them
-    at least ``min_score``."""
+    """Clauses of user turns, verbatim (:func:`hmem.profile.statements.user_claims`): about
+    the user ("I …", "my …", "we …") when :func:`score_sentence` rates them at least 2,
+    other clauses when it rates them at least ``min_score``."""
 
     def __init__(self, *, min_score: float = 4.0) -> None:
         self.min_score = min_score
@@ -121,20 +135,21 @@ class OfflineFactExtractor:
         for m in coerce_messages(messages):
             if m.role != "user" or not m.content:
                 continue
-            for sentence in split_sentences(m.content):
-                fact = self._classify(sentence)
+            for claim in user_claims(m.content):
+                fact = self._classify(claim.bare, about_user=claim.subject != "other")
                 if fact is not None and fact[1] not in seen:
                     seen.add(fact[1])
-                    facts.append(FactCandidate(fact[0], fact[1], fact[2], m.id))
+                    facts.append(FactCandidate(fact[0], fact[1], fact[2], m.id, claim.sentence))
         return ExtractionResult(tuple(facts), "offline")
 
-    def _classify(self, sentence: str) -> tuple[str, str, float] | None:
-        s = sentence.strip()
+    def _classify(self, clause: str, *, about_user: bool) -> tuple[str, str, float] | None:
+        s = clause.strip()
         if len(s) < 4 or _QUESTION.search(s):
             return None
         score = score_sentence(s, role="user")
-        first_person = bool(_FIRST_PERSON.search(s))
-        if first_person and score >= 2.0:
+        if about_user and not _FIRST_PERSON_WORD.search(s):
+            score += 1.5  # a clause whose subject ("I", 我) was left out: what the scorer gives the subject
+        if about_user and score >= 2.0:
             importance = 0.6
         elif score >= self.min_score:
             importance = 0.4
@@ -144,11 +159,27 @@ class OfflineFactExtractor:
         return kind, s, importance
 
 
+_FIRST_PERSON_WORD = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|our|us)\b|我", re.IGNORECASE)
+
+
+def resolve_fact(text: str, subject: str | None, said_on: date | None, *, name_bare: bool = True) -> str:
+    """A fact as it should read months later: the speaker named (``subject``, or "the
+    user") where the text says "I"/"my"/我, relative dates resolved against ``said_on``
+    (:func:`~hmem.longterm.dates.annotate_dates`). ``name_bare``: also name the speaker
+    in front of a clause that has no subject ("…, living in Dubai"); off for an LLM's
+    facts, which already name their subject."""
+    if name_bare or _FIRST_PERSON_WORD.search(text):
+        text = third_person(text, subject)
+    return text if said_on is None else annotate_dates(text, said_on)
+
+
 _SYSTEM = (
     "You extract durable facts about the USER from a conversation, for a long-term memory. "
     "Return JSON only: an object {\"facts\": [{\"kind\": K, \"text\": T, \"importance\": I}, ...]} where K is one of "
-    "fact, preference, event, plan, relationship; T is one short self-contained sentence in the conversation's "
-    "language, stating only what the user said (never guess); I is a number from 0 to 1. "
+    "fact, preference, event, plan, relationship; T is one short self-contained statement in the conversation's "
+    "language: one claim only, stating only what the user said (never guess), naming the user (\"the user\" "
+    "when no name is given) instead of I/my, and writing relative dates (yesterday, last week) as dates, "
+    "resolved against the message's date; I is a number from 0 to 1. "
     "Return {\"facts\": []} when there is nothing worth remembering."
 )
 
@@ -189,7 +220,7 @@ class LLMFactExtractor:
         turns = [m for m in batch if m.role in ("user", "assistant") and m.content]
         if not any(m.role == "user" for m in turns):
             return ExtractionResult((), "llm")
-        transcript = "\n".join(f"[{m.id}] {m.role}: {m.content}" for m in turns)
+        transcript = "\n".join(f"[{m.id}] ({m.created_at.date().isoformat()}) {m.role}: {m.content}" for m in turns)
         prompt = [Message(role="system", content=_SYSTEM), Message(role="user", content=transcript)]
         usage = Usage()
         last_error = ""
@@ -248,3 +279,54 @@ def _validate(entry: object, source: str | None) -> FactCandidate | None:
     return FactCandidate(kind.strip().lower(), text.strip(), float(importance), source)
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """What naming a turn's facts needs: who said it (``subject``: the speaker's name,
+    else the user's profile name, else None → "the user"), ``speaker_key`` (keeps the
+    claims of several speakers of one memory apart) and the profile ``statements`` the
+    turn gave (:func:`hmem.profile.statements.update_statements`)."""
+
+    subject: str | None = None
+    speaker_key: str = "user"
+    statements: tuple[Statement, ...] = ()
+
+
+def fact_entries(
+    extracted: ExtractionResult, turns: Iterable[Message], contexts: Mapping[str, TurnContext], session_id: str,
+    *, turns_archived: bool = False,
+) -> list[dict[str, Any]]:
+    """``remember_many`` entries for one add: each turn's profile statements (claim-keyed:
+    they supersede older versions, :mod:`hmem.longterm.supersede`), then its extracted
+    facts with the speaker named and relative dates resolved (:func:`resolve_fact`),
+    leaving out a fact that only repeats its turn's statements. Every entry keeps its
+    source message, session and the message's time.
+
+    ``turns_archived``: the turns themselves are stored too, so an offline claim that
+    adds nothing to its turn's words — no date to resolve — is left out: it would only
+    repeat the turn (and, being short, outrank it in BM25: docs/longterm.md). An LLM's
+    facts are always kept (they are its reading, not the turn's words)."""
+    by_id = {m.id: m for m in turns}
+    entries: list[dict[str, Any]] = []
+    for turn_id, ctx in contexts.items():
+        turn = by_id.get(turn_id)
+        if turn is None:
+            continue
+        for st in ctx.statements:
+            entries.append({"text": st.text, "kind": st.kind, "importance": 0.7, "session_id": session_id,
+                            "source_message_id": turn_id, "created_at": turn.created_at,
+                            "metadata": {CLAIM_KEY: st.claim_key, "profile_key": st.key}})
+    for fact in extracted.facts:
+        source = by_id.get(fact.source_message_id or "")
+        ctx = contexts.get(fact.source_message_id or "", TurnContext())
+        if ctx.statements and covered(fact.text, [st.text for st in ctx.statements]):
+            continue
+        said_on = source.created_at.date() if source is not None else None
+        offline = extracted.method != "llm"
+        if turns_archived and offline and (said_on is None or annotate_dates(fact.text, said_on) == fact.text):
+            continue
+        text = resolve_fact(fact.text, ctx.subject, said_on, name_bare=offline)
+        named = FactCandidate(fact.kind, text[:MAX_FACT_CHARS], fact.importance, fact.source_message_id, fact.said)
+        entries.append({**named.to_entry(session_id), "created_at": source.created_at if source is not None else None})
+    return entries

@@ -18,7 +18,11 @@ does not say:
   set: dense recall@10 65.5 → 50.0 with the previous turn); the speaker's name stays
   because questions name people.
 
-Facts and other non-turn items are indexed as their text.
+Facts and other non-turn items are indexed as their text, except that BM25 sees a fact
+extracted offline as the sentence it was said in, in the user's own words
+(``item.metadata["said"]``): the statement shown in the prompt names the speaker ("Maya
+went hiking …"), and that name, which hmem inserted, would match every question about
+the user (measured on LoCoMo dev: docs/longterm.md "Fact extraction: atomic facts").
 
 Every indexed text stays within :data:`MAX_INDEX_CHARS` (the limit of any hmem text,
 which embedders and lexical indexes enforce): for a turn near that size the context is
@@ -53,6 +57,7 @@ __all__ = [
     "MAX_INDEX_CHARS",
     "PREVIOUS_TURN_KEY",
     "PREVIOUS_TURN_MAX_CHARS",
+    "SAID_KEY",
     "dense_line",
     "dense_text",
     "lexical_text",
@@ -61,6 +66,8 @@ __all__ = [
 
 #: Metadata key of an archived turn holding the previous turn of its session.
 PREVIOUS_TURN_KEY = "previous_turn"
+#: Metadata key of an extracted fact holding the sentence it was said in (what BM25 sees).
+SAID_KEY = "said"
 #: The previous turn is cut to this many characters: it is context, and a pasted
 #: document before a short reply must not drown the reply in BM25 length normalisation.
 PREVIOUS_TURN_MAX_CHARS = 1000
@@ -111,9 +118,10 @@ def dense_text(item: MemoryItem) -> str:
 def lexical_text(item: MemoryItem) -> str:
     """The text BM25 indexes for ``item``: date, previous turn, speaker line and the
     dates the turn refers to, for a turn (English month names, so it never depends on
-    the locale); else the text."""
+    the locale); for a fact, the sentence it was said in when known; else the text."""
     if item.kind != "turn":
-        return item.text
+        said = item.metadata.get(SAID_KEY)
+        return said if isinstance(said, str) and said.strip() else item.text
     day = item.created_at.date()
     session = day_key(day)
     date = f"[{session}] "

@@ -54,11 +54,12 @@ from hmem.longterm._items import (
     with_previous_turns,
 )
 from hmem.longterm._nearby import near_duplicate, neighbours
-from hmem.longterm._persist import lexical_add, persist
+from hmem.longterm._persist import lexical_add, link_versions, persist
 from hmem.longterm._recall import RecallPorts, run_recall
 from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text, lexical_text
+from hmem.longterm.supersede import CLAIM_KEY
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
 from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcnow
@@ -109,7 +110,8 @@ class LongTermStore:
         source_message_id: str | None = None,
         created_at: datetime | str | float | None = None,
     ) -> RememberResult:
-        """Store one fact, deduplicating at write time (see :class:`RememberResult`).
+        """Store one fact, deduplicating at write time (see :class:`RememberResult`); with
+        ``metadata["claim_key"]`` it supersedes the older versions of that claim (:mod:`hmem.longterm.supersede`).
 
         Bad input raises :class:`InvalidInput` naming the argument (``text``,
         ``created_at`` …) and changes nothing; ``created_at`` may be at most
@@ -122,11 +124,9 @@ class LongTermStore:
         return self._remember(user_id, [entry])[0]
 
     def remember_many(self, user_id: str, entries: Iterable[Mapping[str, Any] | str]) -> list[RememberResult]:
-        """Store many facts with one embedding batch and one item-store transaction.
-
-        Every entry is validated before anything is written (a bad one raises
-        :class:`InvalidInput` naming ``entries[i].field`` and changes nothing).
-        """
+        """Store many facts with one embedding batch and one item-store transaction. Every
+        entry is validated before anything is written (a bad one raises
+        :class:`InvalidInput` naming ``entries[i].field`` and changes nothing)."""
         check_id(user_id, "user_id")
         return self._remember(user_id, check_entries(entries, now=self._clock()))
 
@@ -228,7 +228,8 @@ class LongTermStore:
             e = entries[i]
             vec = new_vec
             target, sim = None, None
-            if i >= dedup_from and threshold is not None:
+            if i >= dedup_from and threshold is not None and CLAIM_KEY not in e.metadata:
+                # A version of a claim is never merged into another: it supersedes it (below).
                 target, sim = near_duplicate(
                     self.items, user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
             if target is None:
@@ -244,6 +245,8 @@ class LongTermStore:
             final[item.id] = (item, vec)
             batch_vecs.append((item.id, np.asarray(vec, dtype=np.float32)))
         if final:
+            linked = link_versions(self.items, self.embedder, user_id, final, now)
+            results = [replace(r, item=linked[r.item.id]) if r and r.item.id in linked else r for r in results]
             persist(self.items, self.vectors, self.lexical, user_id, final)
         # A skipped in-batch duplicate reports the item its twin became.
         out: list[RememberResult] = []

@@ -72,6 +72,10 @@ class LongTermConfig:
     items said in that period or referring to it (their resolved relative dates) score
     ``1 + time_weight`` times more (``Hit.boosts["time"]``); 0 turns it off. A boost, not a
     filter, and no recency multiplier: old evidence is never buried.
+
+    ``superseded_weight``: a fact a newer version of its claim superseded
+    (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
+    ["superseded"]``; 1 turns it off): the newer version ranks first, the old stays findable.
     """
 
     near_duplicate_threshold: float | None = 0.95
@@ -90,6 +94,7 @@ class LongTermConfig:
     feedback_terms: int = 8
     feedback_weight: float = 0.2
     time_weight: float = 0.2
+    superseded_weight: float = 0.5
 
     def __post_init__(self) -> None:
         t = self.near_duplicate_threshold
@@ -109,6 +114,9 @@ class LongTermConfig:
         w = self.time_weight
         if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 10.0:
             raise ConfigError(f"time_weight must be a number in [0, 10] (0 = off), got {w!r}")
+        w = self.superseded_weight
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
+            raise ConfigError(f"superseded_weight must be a number in [0, 1] (1 = off), got {w!r}")
 
     def _check_feedback(self) -> None:
         for name, low, high in (("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),

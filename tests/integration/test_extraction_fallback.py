@@ -75,7 +75,9 @@ def test_valid_replies_take_the_llm_path_and_report_tokens_per_add(tmp_path: Pat
             assert set(result.profile.changed) == {"location", "age"}
             loc, age = mem.profile.get("u1", "location"), mem.profile.get("u1", "age")
             assert loc is not None and loc.value == "Berlin" and age is not None and age.value == 34
-            assert [f.item.text for f in result.facts] == ["The user lives in Berlin."]
+            # The updates become dated statements; the LLM's fact only repeats one, so it is left out.
+            assert [(f.item.kind, f.item.text.split(" (as of ")[0]) for f in result.facts] == [
+                ("profile", "The user lives in Berlin"), ("profile", "The user is 34 years old")]
 
 
 def test_invalid_json_twice_falls_back_to_the_rules_says_why_and_stores(
@@ -95,7 +97,9 @@ def test_invalid_json_twice_falls_back_to_the_rules_says_why_and_stores(
         assert result.fact_report.usage.total_tokens == 110
         # the rules stored what they found
         assert result.profile.changed == ("location",)
-        assert [f.item.text for f in result.facts] == ["I live in Berlin now."]
+        # (its statement; the clause itself only repeats it, so it is not stored twice)
+        assert [(f.item.kind, f.item.text.split(" (as of ")[0]) for f in result.facts] == [
+            ("profile", "The user lives in Berlin")]
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("profile extraction: the LLM failed" in m for m in warned)
     assert any("fact extraction: the LLM failed" in m for m in warned)
@@ -113,7 +117,8 @@ def test_server_down_falls_back_and_the_add_succeeds(tmp_path: Path) -> None:
         assert result.profile.usage.total_tokens == 0
         entry = mem.profile.get("u1", "location")
         assert entry is not None and entry.value == "Leeds"
-        assert len(result.facts) == 1
+        assert sorted(f.item.text.split(" (as of ")[0] for f in result.facts) == [
+            "The user lives in Leeds", "The user works as a nurse"]
 
 
 def test_guards_hold_on_the_llm_path(tmp_path: Path) -> None:

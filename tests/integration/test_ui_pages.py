@@ -160,3 +160,22 @@ def test_a_user_bound_key_cannot_delete_for_another_user(site: tuple[str, Memory
         assert alice.get("/ui/users/carol/forget").status_code == 403
         assert alice.post("/ui/users/carol/forget", data={"token": token}).status_code == 403
     assert "carol" in mem.users()
+
+
+def test_superseded_facts_show_beside_their_newer_version_linked_both_ways(site: tuple[str, Memory]) -> None:
+    url, mem = site
+    mem.add("carol", "c1", [{"role": "user", "content": "I live in Leeds.", "id": "c1m1"}])
+    mem.add("carol", "c2", [{"role": "user", "content": "We just moved to York!", "id": "c2m1"}])
+    versions = [it for it in mem.items("carol") if it.metadata.get("claim_key") == "profile:user:location"]
+    leeds, york = sorted(versions, key=lambda it: it.created_at)
+    assert leeds.metadata["superseded_by"] == york.id and york.metadata["supersedes"] == leeds.id
+    with client(url) as c:
+        user_page = c.get("/ui/users/carol").text
+        old_session = c.get("/ui/users/carol/sessions/c1").text
+        new_message = c.get("/ui/users/carol/sessions/c2/messages/c2m1").text
+    # Both versions on the user page, the old one marked and pointing at the new one.
+    assert f'<tr id="item-{leeds.id}" class="superseded">' in user_page and f'id="item-{york.id}"' in user_page
+    assert f'superseded by <a href="#item-{york.id}">' in user_page and f'supersedes <a href="#item-{leeds.id}">' in user_page
+    # A page that shows one version names the other, with its text.
+    assert "superseded by" in old_session and york.text in old_session
+    assert "supersedes" in new_message and leeds.text in new_message

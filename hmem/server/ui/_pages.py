@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
 from hmem.cli.common import item_to_dict, profile_entry_to_dict
-from hmem.cli.views import context_to_dict, session_view
+from hmem.cli.views import context_to_dict, session_view, with_versions
 from hmem.errors import BudgetError, InvalidInput, NotFound
 from hmem.memory import Memory
 from hmem.server.auth import Principal
@@ -113,7 +113,7 @@ def build_user_pages(
         shown = chosen[(number - 1) * PAGE_SIZE: number * PAGE_SIZE]
         return pages.render(
             request, "user.html", title=f"User {user}", user=user, stats=stats, infos=infos, profile=profile,
-            items=[_item_row(it) for it in shown], total=len(chosen), page=number,
+            items=with_versions(memory, user, [_item_row(it) for it in shown]), total=len(chosen), page=number,
             pages=1 + (len(chosen) - 1) // PAGE_SIZE if chosen else 1, sessions=sessions,
             kinds=sorted(stats["items_by_kind"]), filters={"kind": kind_name or "", "session": session_id or "",
                                                            "since": start or "", "until": end or ""},
@@ -127,7 +127,7 @@ def build_user_pages(
         if not view["buffer"] and view["summary"] is None and not view["items"]:
             raise NotFound(f"user {user!r} has no session {session_id!r}")
         archived = [i for i in view["items"] if i["kind"] == "turn"]
-        facts = [i for i in view["items"] if i["kind"] != "turn"]
+        facts = with_versions(memory, user, [i for i in view["items"] if i["kind"] != "turn"])
         return pages.render(request, "session.html", title=f"Session {session_id}", user=user, view=view,
                             archived=archived, facts=facts)
 
@@ -143,7 +143,7 @@ def build_user_pages(
             raise NotFound(f"user {user!r} has no message {mid!r} in session {session!r} (buffered or archived)")
         return pages.render(request, "message.html", title=f"Message {mid}", user=user, session=session, mid=mid,
                             buffered=None if buffered is None else buffered.to_openai(include_meta=True),
-                            derived=[_item_row(it) for it in derived], profile=profile)
+                            derived=with_versions(memory, user, [_item_row(it) for it in derived]), profile=profile)
 
     @r.get("/ask")
     def ask_page(request: Request, user: User, *, session: str | None = None, q: str | None = None,
