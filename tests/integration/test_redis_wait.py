@@ -40,6 +40,13 @@ def _writes(client: redis.Redis, prefix: str, wait: ReplicaWait) -> dict[str, ob
         "summary put": lambda: summaries.put(SessionSummary("u1", "s1", "User said hi.", None, 0, "extractive")),
         "profile set": lambda: profile.set("u1", "home town", "Lisbon"),
         "item put": lambda: items.put([MemoryItem(id="i1", user_id="u1", text="likes tea")]),
+        # Deletes too: a forgotten user must stay forgotten after a failover.
+        "summary delete": lambda: summaries.delete("u1", "s1"),
+        "profile delete": lambda: profile.delete("u1", "home town"),
+        "profile delete_user": lambda: profile.delete_user("u1"),
+        "item delete": lambda: items.delete("u1", ["i1"]),
+        "items delete_user": lambda: items.delete_user("u1"),
+        "session delete": lambda: sessions.delete("u1", "s1"),
     }
 
 
@@ -54,16 +61,24 @@ def test_writes_without_a_replica_to_confirm_them_raise_backend_unavailable(
             write()  # type: ignore[operator]
         assert time.monotonic() - started < 2.0, f"{name} waited past the WAIT timeout"
         assert "HMEM_REDIS_WAIT_REPLICAS" in str(caught.value), name
-    # The writes did land on the master (WAIT only reports): a caller's retry is safe.
-    assert RedisSessionStore(client, prefix=prefix).load("u1", "s1").version == 1
-    assert RedisProfileStore(client, prefix=prefix).get("u1", "home town") is not None
+    # The writes did land on the master (WAIT only reports): a caller's retry is safe;
+    # the deletes ran last, so everything written is gone again.
+    assert RedisSessionStore(client, prefix=prefix).load("u1", "s1").version == 0
+    assert RedisProfileStore(client, prefix=prefix).all("u1") == []
+    assert RedisSummaryStore(client, prefix=prefix).get("u1", "s1") is None
 
 
 def test_without_wait_the_same_writes_succeed(redis_prefix: tuple[redis.Redis, str]) -> None:  # noqa: F811
     client, prefix = redis_prefix
-    for write in _writes(client, prefix, NO_WAIT).values():
-        write()  # type: ignore[operator]
+    writes = _writes(client, prefix, NO_WAIT)
+    for name, write in writes.items():
+        if "delete" not in name:
+            write()  # type: ignore[operator]
     assert RedisItemStore(client, prefix=prefix).count("u1") == 1
+    for name, write in writes.items():
+        if "delete" in name:
+            write()  # type: ignore[operator]
+    assert RedisItemStore(client, prefix=prefix).count("u1") == 0
 
 
 @pytest.mark.parametrize(("env", "names"), [

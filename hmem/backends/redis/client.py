@@ -59,6 +59,7 @@ __all__ = [
     "as_str",
     "client_label",
     "connect_redis",
+    "delete_and_wait",
     "exec_and_wait",
     "is_cluster",
     "mask_url",
@@ -372,6 +373,23 @@ def run_script(client: RedisClient, script: Script, keys: Sequence[str], args: S
         raise BackendUnavailable(f"Redis at {label} keeps forgetting hmem's Lua scripts (SCRIPT FLUSH?); retry")
 
     return on_node(client, keys[0], write)
+
+
+def delete_and_wait(client: RedisClient, keys: Sequence[str], *, wait: ReplicaWait, label: str) -> int:
+    """``DEL keys`` (one slot: one user's hash tag), followed by ``WAIT`` on the same
+    connection of the keys' master when ``wait`` is enabled; how many keys existed."""
+    if not wait.enabled:
+        return int(client.delete(*keys))
+
+    def remove(node: redis.Redis) -> int:
+        pipe = node.pipeline(transaction=False)
+        pipe.delete(*keys)
+        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
+        removed, acked = pipe.execute()
+        wait.check(acked, label)
+        return int(removed)
+
+    return on_node(client, keys[0], remove)
 
 
 def exec_and_wait(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]], *, wait: ReplicaWait,

@@ -103,7 +103,7 @@ class RedisProfileStore:
     """Profile facts in Redis under ``prefix``; ``max_keys`` caps live keys per user
     (checked inside the transaction); ``clock`` supplies "now" (clock skew between
     instances is clamped by :func:`hmem.profile.model.write_time`); ``wait`` makes
-    ``set``/``delete`` wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
+    ``set``/``delete``/``delete_user`` wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
 
     def __init__(
         self,
@@ -234,17 +234,33 @@ class RedisProfileStore:
         cur_key = self._keys.profile_current(user_id)
         with redis_errors(self._label):
             for _ in range(_MAX_ATTEMPTS):
-                with self._client.pipeline(transaction=True) as pipe:
-                    try:
-                        pipe.watch(cur_key)  # type: ignore[no-untyped-call]
-                        keys = [as_str(k) for k in pipe.hkeys(cur_key)]
-                        pipe.multi()
-                        pipe.delete(cur_key, *[self._keys.profile_history(user_id, k) for k in keys])
-                        pipe.execute()
-                        return len(keys)
-                    except redis.exceptions.WatchError:
-                        continue
+                if self._wait.enabled:  # WAIT must follow EXEC on the master's watched connection
+                    erased = on_node(self._client, cur_key, lambda node: self._erase(node, user_id))
+                else:
+                    erased = self._erase(self._client, user_id)
+                if erased is not None:
+                    return erased
         raise BackendUnavailable(f"profile of user {user_id!r} kept changing during delete_user; try again")
+
+    def _erase(self, owner: RedisClient, user_id: str) -> int | None:
+        """One optimistic round of :meth:`delete_user`: None when another writer won."""
+        cur_key = self._keys.profile_current(user_id)
+        with owner.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(cur_key)  # type: ignore[no-untyped-call]
+                keys = [as_str(k) for k in pipe.hkeys(cur_key)]
+                command = ("DEL", cur_key, *[self._keys.profile_history(user_id, k) for k in keys])
+                if self._wait.enabled:
+                    connection = getattr(pipe, "connection", None)  # the watched connection
+                    assert connection is not None
+                    return len(keys) if exec_and_wait(connection, [command], wait=self._wait, label=self._label) \
+                        else None
+                pipe.multi()
+                pipe.execute_command(*command)
+                pipe.execute()
+                return len(keys)
+            except redis.exceptions.WatchError:
+                return None
 
     def close(self) -> None:
         """The client belongs to the caller; nothing to release."""

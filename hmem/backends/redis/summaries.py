@@ -26,6 +26,7 @@ from hmem.backends.redis.client import (
     ReplicaWait,
     as_str,
     client_label,
+    delete_and_wait,
     redis_errors,
     run_script,
     ttl_ms,
@@ -58,7 +59,7 @@ return 1
 class RedisSummaryStore:
     """Session summaries in Redis under ``prefix``; ``ttl_seconds`` (off by default)
     expires a summary not written for that long (match the session TTL); ``wait`` makes a
-    ``put`` wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
+    ``put`` (and a ``delete``) wait for replicas (:class:`~hmem.backends.redis.client.ReplicaWait`)."""
 
     def __init__(self, client: RedisClient, *, prefix: str = DEFAULT_PREFIX, ttl_seconds: float | None = None,
                  wait: ReplicaWait = NO_WAIT) -> None:
@@ -110,7 +111,8 @@ class RedisSummaryStore:
     def delete(self, user_id: str, session_id: str) -> bool:
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         with redis_errors(self._label):
-            return bool(self._client.delete(self._keys.summary(user, session)))
+            return bool(delete_and_wait(self._client, [self._keys.summary(user, session)], wait=self._wait,
+                                        label=self._label))
 
     def close(self) -> None:
         """The client belongs to the caller; nothing to release."""
