@@ -55,11 +55,13 @@ def boosted_scores(
     *,
     period: tuple[date, date] | None = None,
     time_weight: float = 0.0,
+    said_in_period: dict[str, bool] | None = None,
 ) -> Scored:
     """Each fused score multiplied by the recency factor (when ``half_life`` is given),
     the importance boost (when ``importance_weight`` is not 0) and, when the question
     names a ``period``, ``1 + time_weight`` for items said in it or referring to it
-    (:func:`~hmem.longterm.dates.mentions_period`).
+    (:func:`~hmem.longterm.dates.mentions_period`; ``said_in_period`` caches that answer
+    by item id across the rounds of one recall).
 
     >>> from datetime import UTC
     >>> july = MemoryItem("a", "u", "Last week I went camping.", created_at=datetime(2023, 8, 3, tzinfo=UTC))
@@ -74,7 +76,13 @@ def boosted_scores(
         boosts: dict[str, float] = {}
         score = base
         item = items[doc_id]
-        if period is not None and time_weight and mentions_period(item.text, item.created_at.date(), period):
+        in_period = None if said_in_period is None else said_in_period.get(doc_id)
+        if in_period is None and period is not None and time_weight:
+            # Dates are resolved once per item and recall: the feedback round scores the same items again.
+            in_period = mentions_period(item.text, item.created_at.date(), period)
+            if said_in_period is not None:
+                said_in_period[doc_id] = in_period
+        if in_period:
             boosts["time"] = 1.0 + time_weight
             score *= boosts["time"]
         if half_life is not None:

@@ -101,7 +101,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     else:
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
     boost = partial(boosted_scores, now=now, half_life=args["half_life"], importance_weight=args["importance_weight"],
-                    period=period, time_weight=config.time_weight)
+                    period=period, time_weight=config.time_weight, said_in_period={})
     scored = boost(fused, valid)
     order = best_first(scored)
     rounds, kept = assign_rounds({}, order[:k], 1), 1
