@@ -48,6 +48,7 @@ from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
 from hmem.longterm.supersede import is_superseded
+from hmem.longterm.synonyms import expand_query
 from hmem.longterm.types import LongTermConfig
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
 from hmem.types import Hit, MemoryItem
@@ -86,7 +87,10 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             return []
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
-    lexical = ports.lexical.search(user_id, query, depth, allowed_ids=allowed)
+    # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
+    said = expand_query(query)
+    lexical_query = said if len(said) <= MAX_INDEX_CHARS else query
+    lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
     # Recency stays a tie-breaker (a multiplier buries old evidence); a date the question
     # names is a boost for what was said in it or about it.
     period = query_period(query, now.date()) if config.time_weight else None
@@ -108,7 +112,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     for round_no in range(2, config.feedback_rounds + 1):
         valid.fetch(order[: max(k, _FEEDBACK_BACKGROUND)])  # the leads and background, in one read
         leads = _distinct_sources(order, valid, config.feedback_docs)
-        more = _feedback_search(ports, config, user_id, query, leads=leads, order=order, valid=valid,
+        more = _feedback_search(ports, config, user_id, lexical_query, leads=leads, order=order, valid=valid,
                                 allowed=allowed, depth=depth, k=k)
         if not more:
             break  # no expansion words, or the search found nothing besides the leads
