@@ -15,7 +15,7 @@ so each script and ``MULTI`` hmem sends stays in one slot (docs/redis.md, "Redis
 
 Replicas: with a :class:`ReplicaWait` of ``replicas > 0`` (``HMEM_REDIS_WAIT_REPLICAS``) a
 store's write is followed by ``WAIT replicas timeout_ms`` on the very connection (and so the
-very master) that took it (:func:`run_script`, :func:`exec_and_wait`); fewer confirmations
+very master) that took it (:mod:`hmem.backends.redis.waited`); fewer confirmations
 than asked raise :class:`~hmem.errors.BackendUnavailable`. Replication is asynchronous
 otherwise: a master that dies right after acknowledging a write can lose it in a failover.
 
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
@@ -43,8 +43,7 @@ from typing import Any, TypeAlias, TypeVar
 import redis
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.cluster import RedisCluster
-from redis.commands.core import Script
-from redis.connection import AbstractConnection, parse_url
+from redis.connection import parse_url
 from redis.retry import Retry
 
 from hmem._secrets import has_unencoded_userinfo, mask_url
@@ -59,13 +58,10 @@ __all__ = [
     "as_str",
     "client_label",
     "connect_redis",
-    "delete_and_wait",
-    "exec_and_wait",
     "is_cluster",
     "mask_url",
     "on_node",
     "redis_errors",
-    "run_script",
     "ttl_ms",
     "warn_fallback",
 ]
@@ -348,69 +344,3 @@ def on_node(client: RedisClient, key: str, work: Callable[[redis.Redis], T]) -> 
             time.sleep(0.05 * (attempt + 1))  # a promotion in progress: give the map a moment
             client.nodes_manager.initialize()  # type: ignore[no-untyped-call]
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-def run_script(client: RedisClient, script: Script, keys: Sequence[str], args: Sequence[Any], *,
-               wait: ReplicaWait, label: str) -> Any:
-    """Run a registered Lua ``script``; with ``wait`` enabled, pipeline ``WAIT`` behind it on
-    the same connection of the key's master (one round trip plus the replicas' delay) and
-    raise :class:`BackendUnavailable` when too few replicas confirmed (see :class:`ReplicaWait`)."""
-    if not wait.enabled:
-        return script(keys=keys, args=args)
-
-    def write(node: redis.Redis) -> Any:
-        for _ in range(2):  # a master promoted since the script was loaded has not seen it yet
-            pipe = node.pipeline(transaction=False)
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-            pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
-            try:
-                result, acked = pipe.execute()
-            except redis.exceptions.NoScriptError:
-                node.script_load(script.script)
-                continue
-            wait.check(acked, label)
-            return result
-        raise BackendUnavailable(f"Redis at {label} keeps forgetting hmem's Lua scripts (SCRIPT FLUSH?); retry")
-
-    return on_node(client, keys[0], write)
-
-
-def delete_and_wait(client: RedisClient, keys: Sequence[str], *, wait: ReplicaWait, label: str) -> int:
-    """``DEL keys`` (one slot: one user's hash tag), followed by ``WAIT`` on the same
-    connection of the keys' master when ``wait`` is enabled; how many keys existed."""
-    if not wait.enabled:
-        return int(client.delete(*keys))
-
-    def remove(node: redis.Redis) -> int:
-        pipe = node.pipeline(transaction=False)
-        pipe.delete(*keys)
-        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
-        removed, acked = pipe.execute()
-        wait.check(acked, label)
-        return int(removed)
-
-    return on_node(client, keys[0], remove)
-
-
-def exec_and_wait(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]], *, wait: ReplicaWait,
-                  label: str) -> bool:
-    """``MULTI`` ``commands`` ``EXEC`` ``WAIT`` on ``conn``, a connection that holds the
-    caller's ``WATCH`` (a pipeline's ``connection`` after ``watch()``): False when the
-    ``WATCH`` fired (nothing written). A ``WAIT`` inside ``MULTI`` would not block, and
-    one on another connection would not cover this write, hence the raw commands."""
-    packed = conn.pack_commands(  # type: ignore[no-untyped-call]
-        [("MULTI",), *commands, ("EXEC",), ("WAIT", wait.replicas, wait.timeout_ms)])
-    conn.send_packed_command(packed)  # type: ignore[no-untyped-call]
-    replies: list[Any] = []
-    for _ in range(len(commands) + 3):
-        try:
-            replies.append(conn.read_response())
-        except redis.exceptions.ResponseError as exc:  # read every reply: the connection stays in step
-            replies.append(exc)
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    if replies[-2] is None:  # EXEC answered nil: a watched key changed
-        return False
-    wait.check(replies[-1], label)
-    return True

@@ -52,9 +52,9 @@ from hmem.backends.redis.client import (
     client_label,
     is_cluster,
     redis_errors,
-    run_script,
 )
 from hmem.backends.redis.keys import KeySpace
+from hmem.backends.redis.waited import run_script
 from hmem.errors import ConfigError
 from hmem.longterm.dedup import dedup_key
 from hmem.protocols import ItemFilter

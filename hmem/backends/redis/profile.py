@@ -36,11 +36,11 @@ from hmem.backends.redis.client import (
     ReplicaWait,
     as_str,
     client_label,
-    exec_and_wait,
     on_node,
     redis_errors,
 )
 from hmem.backends.redis.keys import KeySpace
+from hmem.backends.redis.waited import exec_and_wait
 from hmem.errors import BackendUnavailable
 from hmem.profile.model import (
     DEFAULT_MAX_KEYS,

@@ -35,10 +35,10 @@ from hmem.backends.redis.client import (
     client_label,
     connect_redis,
     redis_errors,
-    run_script,
     ttl_ms,
 )
 from hmem.backends.redis.keys import KeySpace
+from hmem.backends.redis.waited import run_script
 from hmem.errors import ConflictError, DuplicateId
 from hmem.types import Message, SessionInfo, SessionState, check_id
 

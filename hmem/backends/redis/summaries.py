@@ -26,12 +26,11 @@ from hmem.backends.redis.client import (
     ReplicaWait,
     as_str,
     client_label,
-    delete_and_wait,
     redis_errors,
-    run_script,
     ttl_ms,
 )
 from hmem.backends.redis.keys import KeySpace
+from hmem.backends.redis.waited import delete_and_wait, run_script
 from hmem.types import SessionSummary, SummaryMethod, check_id
 
 __all__ = ["RedisSummaryStore"]
