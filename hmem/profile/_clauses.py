@@ -60,7 +60,7 @@ _CHAT = [  # chat spellings and contractions → plain words (word-bounded, case
     (r"\bi\b", "I"), (r"\b(?:I'?m|I\s+m)\b", "I am"), (r"\bIve\b|\bI've\b", "I have"), (r"\bI'd\b", "I would"),
     (r"\bI'll\b", "I will"), (r"\bdont\b", "don't"), (r"\bdoesnt\b", "doesn't"), (r"\bcant\b", "can't"),
     (r"\bwont\b", "won't"), (r"\bisnt\b", "isn't"), (r"\bwe're\b", "we are"), (r"\bwe've\b", "we have"),
-    (r"\b(he|she|it|that|what|there|who)'s\b", r"\1 is"), (r"\bname's\b", "name is"), (r"\bthey're\b", "they are"),
+    (r"\b(he|she|it|that|what|there|who)'s\b", r"\1 is"), (r"\b(name|birthday|bday)'s\b", r"\1 is"), (r"\bthey're\b", "they are"),
     (r"(?<=\w) n (?=\w)", " and "), (r"\bu\b", "you"), (r"\bur\b", "your"), (r"\brn\b", "right now"),
     (r"\b(?:bc|cuz|coz)\b", "because"), (r"\bw/", "with "), (r"&", " and "), (r"\bnames (?=[A-Z])", "name is "),
 ]  # fmt: skip
@@ -124,6 +124,7 @@ _EN_CLAUSE_START = re.compile(
     r"now|currently|originally|recently|already|what|how|why|can|could|would|should|do|does|did|is|are|was|were|"
     r"from|in|at|based|born|living|live|moved|grew|working|teaching|studying|doing|married|divorced|single|"
     r"retired|engaged|used|got|been|not|no|never|love|hate|ideas?|need|help|recommend|suggest|tell|explain|pls|plz|"
+    r"keep|skip|let|make|give|send|show|find|add|"
     r"\d)\b|[\d{cjk}]".replace("{cjk}", CJK),
     re.IGNORECASE,
 )
@@ -163,7 +164,7 @@ _EN_REL = _alt(PARTNER_WORDS | CHILD_WORDS | FAMILY_WORDS | OTHER_PEOPLE | {"bes
 _EN_LEAD = re.compile(
     r"^(?:(?:oh|ok|okay|so|well|yeah|yes|hey|hi|hello|and|also|anyway|actually|plus|just|like|but|though|although|"
     r"because|since|whereas|while|cause|(?:pls|please|just) note(?: that)?|heads up|for context|"
-    r"just so (?:you|u) know|(?:now|currently|still)(?=,?\s+(?:I|my|we|our|he|she|they|his|her|their)\b))"
+    r"just so (?:you|u) know|(?:work|job|career|diet|health|family)[- ]?wise|(?:now|currently|still)(?=,?\s+(?:I|my|we|our|he|she|they|his|her|their)\b))"
     r"\b(?!\s+from\b)[,!:]?\s*)+",
     re.IGNORECASE)
 _EN_WITH = re.compile(rf"^(?:(?:me and|both) my (?:\w+ )?(?:{_EN_REL})(?-i: [A-Z][a-z]+)?|my (?:\w+ )?(?:{_EN_REL})"
@@ -181,7 +182,8 @@ _ZH_WITH = re.compile(rf"^我(?:和|跟|与)(?:我的?)?\s*(?:{_ZH_REL}|{_EN_REL
 _ZH_WE = re.compile(r"^(?:我们(?:全家|一家|家)?|我家(?!乡|人)里?|咱们?家?)\s*")
 _ZH_MY = re.compile(rf"^我的|^我\s*(?:一个|一位|那个|这个)?\s*(?:{_ZH_REL}|(?i:{_EN_REL})\b)")
 _ZH_SELF = re.compile(r"^(?:本人|我自己|我)\s*")
-_ZH_OTHER = re.compile(rf"^(?:他|她|它|你|您|大家|有人|别人|群里|网上|听说|据说|有一?[个位]人|{_ZH_REL}|(?:小|老)?[{SURNAMES}][{CJK}]{{1,2}}(?=是|在|住|喜欢|有|叫|说|去|也|的|刚|已经|现在))")
+_ZH_OTHER = re.compile(rf"^(?:他|她|它|你|您|大家|有人|别人|群里|网上|听说|据说|有一?[个位]人|{_ZH_REL}|(?:(?:小|老)[{SURNAMES}]|"
+                       rf"[{SURNAMES}][{CJK}]{{1,2}})(?=是|在|住|喜欢|有|叫|说|去|也|的|刚|已经|现在))")  # 小王, 老李, 王磊
 
 
 _MY_SELF = re.compile(
@@ -229,7 +231,7 @@ _QUESTION_EN = re.compile(
     r"she|it|there|anyone|anybody|someone|people|my|your|the|a|an|this|that|these|those)\b|(?:what|where|who|whom|"
     r"whose|which|when|why|how|any|anyone|anybody|ideas?|thoughts|recommendations?|suggestions?|tips)\b)",
     re.IGNORECASE)
-_QUESTION_ZH = re.compile(r"吗|呢|什么|哪|谁|怎么|为什么|多少|是否|是不是|有没有|会不会|要不要|能不能|可不可以|好不好")
+_QUESTION_ZH = re.compile(r"吗|呢|什么|哪|谁|怎么|为什么|多少|几点|几岁|几号|是否|是不是|有没有|会不会|要不要|能不能|可不可以|好不好")
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|unless|whether|suppose|would|could|might|maybe|perhaps|someday|one day|planning|plans? to|thinking of|"
     r"thinking about|considering|consider|want to|wants to|wanna|hoping|hope to|wish|dream|dreaming|going to|gonna|will|"
@@ -253,7 +255,7 @@ _TEMPORARY = re.compile(
     r"work trip|business trip)|visiting|staying (?:at|with)|(?:cat|dog|house|pet|baby)[- ]?sitting|passing through|"
     r"right now|at the moment|temporarily|for now|(?:till|until|through) (?:monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|the weekend|next week|the end of))\b|"
-    r"出差|旅游|旅行|度假|玩几天|待几天|住几天|呆几天|这周|这几天|这个月|这段时间|暂时|临时|培训|开会|探亲|回老家|假期|"
+    r"出差|旅游|旅行|度假|这一?顿|这餐|玩几天|待几天|住几天|呆几天|这周|这几天|这个月|这段时间|暂时|临时|培训|开会|探亲|回老家|假期|"
     r"[几两三]天|[一两三几半]个月|[一两几]周|一星期|几个星期|周末|今天|今晚|[几两三一]晚|酒店|宾馆|民宿|照顾几天|帮.{0,6}照顾",
     re.IGNORECASE)
 _OTHER = re.compile(
@@ -307,8 +309,10 @@ def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozense
     if _PAST.search(clause) or _PAST.match(pred):
         guards.add("past")
     # "I'm in Rome, just for the week" / "我在上海，出差几天": a bare "in X" takes the next clause's time
-    bare_stay = re.match(r"(?:am|are)\s+(?:in|at)\b|在", pred) is not None and len(pred.split()) <= 4
-    if _TEMPORARY.search(clause) or (bare_stay and _TEMPORARY.search(next_clause)):
+    bare_stay = re.match(r"(?:am|are)\s+(?:in|at)\b|(?:现在|目前|人)?在", pred) is not None and len(pred.split()) <= 4
+    # "我现在在广州，下周回北京": going back (回) elsewhere makes the stay a visit
+    back = re.search(r"(?:回|back (?:home|to)\b)(?!复|答|忆|头|应|想|收|顾|来)", next_clause, re.IGNORECASE)
+    if _TEMPORARY.search(clause) or (bare_stay and (_TEMPORARY.search(next_clause) or back)):
         guards.add("temporary")
     if _OTHER.search(sentence):
         guards.add("other")
@@ -316,9 +320,19 @@ def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozense
 
 
 _INTRODUCES = re.compile(rf"^(?:有|还有)\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})$")
+#: "我有个同学在字节做后端": what follows the introduced person is about them, so it is cut off.
+_HAS_SOMEONE = re.compile(rf"^(?:我|本人)?\s*(?:还|也)?有\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})(?=\s*(?:在|是|做|当|干|住|开|搞|也|刚|今年|去年|现在|目前|从|每天|天天|特别|超|很))")
 _ABOUT = re.compile(rf"(?:{_ZH_REL}|他|她|他们|她们)的\s*(?:简历|信息|资料|情况|介绍|档案|个人信息|基本信息)")
 _CONTRAST = re.compile(r"^\s*(?:but|though|although|however|still|不过|但是|可是|但|然而)", re.IGNORECASE)
 _SENTENCE_IF = re.compile(r"^\s*(?:if|suppose|imagine|what if)\b|^\s*(?:如果|假如|要是|假设|万一)", re.IGNORECASE)
+
+
+def _cut_someone(part: str) -> list[str]:
+    m = _HAS_SOMEONE.match(_ZH_LEAD.sub("", part).strip())
+    if not m:
+        return [part]
+    lead = len(part) - len(_ZH_LEAD.sub("", part).strip())
+    return [part[: lead + m.end()], part[lead + m.end():].strip()]
 
 
 def analyse(message: str) -> list[Clause]:
@@ -328,7 +342,7 @@ def analyse(message: str) -> list[Clause]:
     for sentence in (s.strip() for s in _SENTENCE_END.split(text)):
         if not sentence:
             continue
-        parts = _segments(sentence)
+        parts = [q for part in _segments(sentence) for q in _cut_someone(part)]
         inherited: Subject = "self"
         conditional = False
         for i, raw in enumerate(parts):

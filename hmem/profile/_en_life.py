@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from hmem.errors import InvalidInput
 from hmem.profile._clauses import CURRENT, STAY, Clause, allowed, negated, opens_sentence
+from hmem.profile._en_kin import sorts_after
 from hmem.profile._lex_en import (
     ANIMALS,
     CHILD_WORDS,
@@ -58,7 +59,7 @@ _MODIFIER = (r"\s+(?:walker|walking|sitter|sitting|food|bed|park|trainer|groomer
 _NOT_HEAD = rf"(?!'s\b|{_MODIFIER})"
 _POSSESSIVE = re.compile(rf"\b(?:my|our)\s+(?P<adj>{_ADJ})(?P<kind>{_KINDS})(?P<pl>s|es)?\b(?!'s(?! name)|-in-law|"
                          rf"\s+in law|{_MODIFIER})(?=(?P<rest>.*))", re.IGNORECASE)
-_HAVE = re.compile(rf"^(?:also |now |still |just |recently )?(?:have|have got|got|own|adopted|rescued|got a new|"
+_HAVE = re.compile(rf"^(?:also |now |still |just |recently )?(?:have|have got|got|own|keep|adopted|rescued|got a new|"
                    rf"just adopted|recently adopted|brought home)\s+(?P<q>a|an|one|two|three|four|five|six|\d+|twin|"
                    rf"some|several|a couple of|no)?\s*(?P<adj>{_ADJ})(?P<kind>{_KINDS})(?P<pl>s|es)?\b{_NOT_HEAD}"
                    rf"(?P<rest>.*)$", re.IGNORECASE)
@@ -114,7 +115,10 @@ def _had(cs: Sequence[Clause], i: int, m: re.Match[str]) -> list[Found]:
             for x in [x for x in cs[i + 1:] if x.sentence == c.sentence][:2]:
                 after = re.search(rf"\b(?:named|call|called) (?:her|him|it|them) (?P<n>{_NAME})", x.text)
                 names = _names(after.group("n")) if after else names
-        if key:
+        kinds = sorts_after(key, m, cs, i)
+        if key and kinds and not names:  # "two dogs, a lab and a husky": the sorts replace the plural
+            out += [fact(key, tuple(kinds), 0.85, c.text)]
+        elif key:
             out += _entities(key, _kind(m.group("kind"), m.group("pl")), names, c, 0.85)
         m = _MORE.match(rest[named.end():] if named else rest)  # type: ignore[assignment]
         first = False
@@ -168,7 +172,7 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
 
 #: "married with two boys, Felix and Rory", "a single dad to a 10 year old girl named Zuri", "mum of three".
 _KIDS_OF = re.compile(r"\b(?:with (?:my )?(?:\d+|two|three|four|five|six)|(?:mom|mum|dad|mother|father|parent) (?:of|to) "
-                      r"(?:my )?(?:\d+|two|three|four|five|six|an?|one|twin))(?:\s+(?:\d+|[a-z]+)[- ]year[- ]old)?"
+                      r"(?:my )?(?:\d+|two|three|four|five|six|an?|one|twins?))(?:\s+(?:\d+|[a-z]+)[- ]year[- ]old)?"
                       r"(?:\s+(?:little |young |small |grown |twin )?(?P<kind>kids?|children|little ones|sons?|daughters?|"
                       r"boys?|girls?)\b|(?=$|,| and\b| here\b))(?P<rest>.*)$", re.IGNORECASE)
 _FOLLOWUP = re.compile(rf"^(?:(?:his|her|its|their) names? (?:is|are)|(?:he|she|it) is (?:called|named)|(?:a|an) {_ADJ}"

@@ -125,6 +125,10 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.match(rf"^(?:am|are) .*?\band (?:a |an )?{JOB_NP}(?P<rest>.*)$", p, flags)
     if m and not negated(p[: m.start("job")]) and not re.match(r"^\s+fan\b", m.group("rest")):
         return _after_job(c, m.group("job"), m.group("rest"), 0.8)
+    m = re.match(r"^(?:drive|drives) (?:a |an |the )?(?P<v>bus|taxi|cab|lorry|truck|tram|train|forklift|ambulance)"
+                 r"(?=(?: for (?:a living|work))? *$| for (?:a living|work)\b| professionally)", p, flags)
+    if m and not negated(p[: m.start()]) and (m.group("v") not in ("truck", "ambulance") or m.end() < len(p) - 1):
+        return [fact("occupation", f"{m.group('v').lower()} driver", 0.75, c.text)]  # "I drive a bus for a living"
     m = re.search(rf"\bwork(?:s|ing)?(?: \w+)? as (?:a |an |the )?{JOB_NP}(?P<rest>.*)$", p, flags)
     if m and not negated(p[: m.start("job")]):
         return _after_job(c, m.group("job"), m.group("rest"), 0.85)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from hmem.profile._clauses import Clause, analyse
+from hmem.profile._en_kin import kin
 from hmem.profile._en_life import life
 from hmem.profile._en_self import identity
 from hmem.profile._en_work import work
@@ -41,7 +42,7 @@ from hmem.profile.schema import is_list_key
 __all__ = ["Found", "find_profile_facts"]
 
 Rules = Callable[[Sequence[Clause], int], list[Found]]
-RULES: tuple[Rules, ...] = (identity, work, life, zh_identity, zh_work, zh_life)
+RULES: tuple[Rules, ...] = (identity, work, life, kin, zh_identity, zh_work, zh_life)
 _GENERIC_CHILD = {"child", "kid", "孩子", "小孩", "娃", "宝宝"}
 
 

@@ -112,6 +112,12 @@ def _people(cs: Sequence[Clause], i: int) -> list[Found]:
                                     rf"[{CJK}]{{1,4}}?)(?=$|[一另,，]|\s)", x.bare)
             kind = have.group("kind")
             breeds = [k for x in nxt[:1] for k in re.findall(rf"(?:一|另一)(?:只|条|个)\s*({_KINDS})", x.bare)]
+            more = re.findall(rf"^\s*[,，、和跟还有]*\s*(?:一|另一)(?:只|条|个)\s*({_KINDS})|(?<=[,，、和])\s*(?:一|另一)(?:只|条|个)\s*"
+                              rf"({_KINDS})|(?<=[{CJK}])(?:另)?一(?:只|条)\s*({_KINDS})", p[have.end():])
+            if more and not names:  # "我有一只金毛一只拉布拉多": the kinds are listed after the first
+                kinds = [k for g in more for k in g if k]
+                single = re.search(r"[一1]\s*(?:只|条|个)\s*\S*$", p[: have.end("kind")]) is not None
+                breeds = breeds or [*([kind] if single else []), *kinds]
             values = [entity(_kind(kind), n) for n in names] or [_kind(b) for b in breeds] or [_kind(kind)]
             out.append(fact(key, tuple(values) if key != "partner" else values[0], 0.85, c.text))
     if c.subject == "self" and i > 0 and allowed(c, CURRENT):
@@ -128,9 +134,11 @@ _FOOD = rf"(?P<f>[{CJK}]{{1,6}}?|[A-Za-z][A-Za-z ]{{1,20}}?)(?=$|[了啊呀哈�
 #: "以前不吃香菜" is over ("已经不吃肉了" and "不再吃" are not: they say what holds now).
 _WAS = re.compile(r"以前|之前|曾经|原来|过去|从前|小时候|当年|那时候|前几年")
 #: "点了份素食披萨", "清真餐厅": the label describes a dish or a place, not the user's diet.
-_DISH = re.compile(r"\s*(?:的)?\s*(?:餐厅|餐馆|饭店|馆|店|披萨|汉堡|面|饭|菜|包子|饺子|食品|餐|套餐|料理|蛋糕|面包|外卖|沙拉|"
+_DISH = re.compile(rf"\s*(?:的)?\s*(?:(?!饮食|主义)[{CJK}]{{0,3}}?)(?:餐厅|餐馆|饭店|馆|店|披萨|汉堡|面|饭|菜|包子|饺子|食品|餐|套餐|料理|蛋糕|面包|外卖|沙拉|"
                    r"火锅|食谱|做法|(?i:restaurant|pizza|burger|menu|recipe|dish|option))")
-_NOT_FOOD = ("早饭", "早餐", "午饭", "晚饭", "夜宵", "东西", "饭", "太多", "多少", "什么", "了", "掉", "口")
+_NOT_FOOD = ("早饭", "早餐", "午饭", "晚饭", "夜宵", "东西", "饭", "太多", "多少", "什么", "了", "掉", "口", "素", "素食", "素了")
+#: "给一个素食者推荐几道菜", "适合吃素的菜": the label names whom a request is for, not the user.
+_FOR_WHOM = re.compile(r"(?:给|为|替|帮|适合|推荐|招待|请|陪|照顾)[^,，]{0,6}$")
 
 
 #: "一点辣都吃不了", "一口肉也不吃", "吃不了辣": refusals whose food is not right after the verb.
@@ -153,9 +161,9 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     allergic = "过敏" in c.sentence
     m = re.search(_LABEL, p)
     dish = m is not None and ((_DISH.match(p[m.end("l"):]) and not re.search(r"只(?:能)?吃\s*$", p[: m.start("l")]))
-                              or re.search(r"(?:点|买|订|叫|吃)了\s*(?:一|几|两)?\s*(?:份|碗|个|家|盒|袋)?\s*$",
+                              or re.search(r"(?:点|买|订|叫|吃|开)了\s*(?:一|几|两)?\s*(?:份|碗|个|家|盒|袋)?\s*$",
                                            p[: m.start("l")]))  # "点了一份清真牛肉面"
-    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]) and not dish:
+    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]) and not dish and not _FOR_WHOM.search(p[: m.start("l")]):
         out.append(fact("diet", m.group("l").lower() if m.group("l").isascii() else m.group("l"), 0.85, c.text))
     for neg, food, where in _refusals(p):
         if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[:where]) or "temporary" in c.guards \

@@ -33,10 +33,11 @@ _DEMONYM = "(?i:" + "|".join(sorted(DEMONYMS, key=len, reverse=True)) + ")"
 _PLACE = rf"(?P<p>[{CJK}]{{2,10}}?|[A-Za-z][A-Za-z .'-]*?[A-Za-z])"
 _PLACE_END = r"(?=\s*(?:[了啦呀啊吧哦的]|已经|有|快|好|[一二两三四五六七八九十]|\d|,|，|;|$))"
 _NOT_PLACE = ("这里", "那里", "这儿", "那儿", "附近", "家里", "宿舍", "酒店", "宾馆", "医院", "学校", "公司", "隔壁",
-              "旁边", "对面", "楼上", "楼下", "哪", "一起", "一块", "外面", "家")  # fmt: skip
+              "旁边", "对面", "楼上", "楼下", "哪", "一起", "一块", "外面", "家", "园区", "市区", "市中心", "郊区", "城里",
+              "乡下", "老家")  # fmt: skip
 #: "学校旁边", "公司附近": a spot relative to something, not a place name.
 _SPOT = re.compile(r"附近|旁边|对面|隔壁|楼上|楼下|这里|那里|这儿|那儿|宿舍|酒店|宾馆|医院|学校|公司|家里")
-_NOT_NAMES = ("外卖", "快递", "出租车", "滴滴", "车", "醒", "人", "好", "了", "你", "他", "她", "我", "它")
+_NOT_NAMES = ("外卖", "快递", "出租车", "滴滴", "车", "醒", "人", "好", "了", "的", "你", "他", "她", "我", "它")
 _ENTITY_WORDS = re.compile("|".join(sorted(ZH_ANIMALS + ZH_CHILD_WORDS, key=len, reverse=True))
                            + r"|(?i:\b(?:" + "|".join(sorted(ANIMALS, key=len, reverse=True)) + r")\b)")
 
@@ -80,8 +81,15 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
     return []
 
 
+#: "我妈老说我28了还不结婚": a relative's words give the user's age as it is now.
+_SAID_AGE = re.compile(rf"(?:说|念叨|唠叨|嫌|嫌弃|觉得)\s*我\s*(?:都|已经|也)?\s*{_NUM}\s*(?:岁)?\s*(?:了|的人了)")
+
+
 def _age(cs: Sequence[Clause], i: int) -> list[Found]:
     c, p = cs[i], zh_pred(cs[i])
+    said = _SAID_AGE.search(c.text)
+    if said and allowed(c, CURRENT) and (n := zh_int(said.group("n"))) is not None and 10 <= n <= 120:
+        return [fact("age", n, 0.75, c.text)]
     if c.subject != "self" or not allowed(c, frozenset({"question", "hypothetical", "other"})):
         return []
     for pattern in (rf"^(?:今年|现在)?\s*(?:已经|刚满|刚好|正好|刚|满|已|才)?\s*{_NUM}\s*(?:岁|周岁)(?:了|啦)?(?:$|,|，|;)",
@@ -115,14 +123,15 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
     if not allowed(c, TIMELESS):
         return []
     mine = re.match(rf"^(?:我的)?(?:老家|家乡|祖籍|籍贯)(?:是|在)?\s*{_PLACE}{_PLACE_END}", c.bare)
-    if mine and c.subject == "my":
+    if mine and c.subject == "my" and not mine.group("p").startswith(("那", "这", "哪")):
         return [fact("hometown", mine.group("p"), 0.9, c.text)]
     if c.subject not in ("self", "with") or not p:
         return []
     out: list[Found] = []
-    m = re.search(rf"(?:^是\s*|^)(?P<c>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)|国籍(?:是|为)?\s*(?P<d>{_COUNTRY})", p)
+    m = re.search(rf"^是\s*(?P<c>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)|^(?P<e>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)\s*"
+                  rf"(?:一枚|啊|哦|呀)?$|国籍(?:是|为)?\s*(?P<d>{_COUNTRY})", p)  # a bare "中国人一般…" speaks of people
     if m and not negated(p[: m.start()]):
-        out.append(fact("nationality", m.group("c") or m.group("d"), 0.85, c.text))
+        out.append(fact("nationality", m.group("c") or m.group("e") or m.group("d"), 0.85, c.text))
     m = re.match(rf"^是\s*(?P<d>{_DEMONYM})(?![A-Za-z])", p)  # "我是 Malaysian Chinese"
     if m and not out:
         out.append(fact("nationality", DEMONYMS[m.group("d").lower()], 0.8, c.text))
@@ -136,14 +145,16 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
                                 (rf"(?:^是?|从小|小时候)在\s*{_PLACE}\s*长大", 0.85),
                                 (rf"^是\s*{_PLACE}(?:人)?的$", 0.75),
                                 (rf"^(?:出生在|生在|出生于|生于)\s*{_PLACE}{_PLACE_END}", 0.85),
+                                (rf"^是?在\s*{_PLACE}\s*出生的?(?=$|,|，|;)", 0.85),
                                 (rf"^(?:的)?(?:老家|家乡|祖籍|籍贯)(?:是|在)?\s*{_PLACE}{_PLACE_END}", 0.9),
                                 (rf"^土生土长的\s*{_PLACE}人", 0.85)):
         m = re.search(pattern, p)
-        if not m or negated(p[: m.start("p")]) or m.group("p") in _NOT_PLACE:
+        if not m or negated(p[: m.start("p")]) or m.group("p") in _NOT_PLACE or m.group("p").startswith(("那", "这", "哪")):
             continue
-        if (pattern.startswith("^是") or ("长大" in pattern and re.match(f"[{CJK}]", m.group("p")))) \
+        cjk = re.match(f"[{CJK}]", m.group("p")) is not None
+        if (pattern.startswith(("^是", "^是?")) or (cjk and (pattern.startswith(("^(?:来自", "^从")) or "长大" in pattern))) \
                 and not zh_is_place(m.group("p")):
-            continue  # "我是东北的" names a place; "我是被朋友推荐来的", "在草原长大" do not
+            continue  # "我是东北的" names a place; "我是被朋友推荐来的", "在草原长大", "是从知乎过来的" do not
         out.append(fact("hometown", m.group("p").strip(), confidence, c.text))
     m = re.search(rf"(?i:hometown|home town)\s*(?:是|在)\s*{_PLACE}{_PLACE_END}", p)
     if m:
@@ -153,8 +164,9 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
 
 def _location(cs: Sequence[Clause], i: int) -> list[Found]:
     c, p = cs[i], zh_pred(cs[i])
-    if c.subject not in ("self", "with", "we") or not allowed(c, STAY) or not p or re.search(r"在.*的$", p):
-        return []  # "我大学在武汉读的": 是…的 tells a past event
+    if c.subject not in ("self", "with", "we") or not allowed(c, STAY) or not p or re.search(r"在.*的$", p) \
+            or re.match(r"^在[^,，]{1,12}?(?:工作|上班|生活|住|读书|上学|打工)的(?!$)", p):
+        return []  # "我大学在武汉读的": 是…的 tells a past event; "在上海工作的人…" describes people
     found: list[tuple[float, str]] = []
     for pattern, confidence, checked in (
         (rf"^(?:住在|住|生活在|定居在|定居于|定居|落户在?|安家在?|常驻|驻)\s*{_PLACE}{_PLACE_END}", 0.9, False),
@@ -176,6 +188,7 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
             continue
         place = m.group("p").strip()
         if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家", "院", "宿")) or _SPOT.search(place) \
+                or (place.endswith("家") and not zh_is_place(place)) \
                 or re.match(r"[二两三四五六七八九十几半\d]", place) \
                 or TZ.fullmatch(place) \
                 or (checked and not zh_is_place(place)):
@@ -205,7 +218,7 @@ def _timezone(cs: Sequence[Clause], i: int) -> list[Found]:
     return []
 
 
-_LANG_GOOD = r"(?:也|还|都)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲|一般般?|凑合|马马虎虎)"
+_LANG_GOOD = r"(?:也|还|都|只)?\s*(?:还行|还可以|可以|不错|ok|OK|没问题|很好|流利|很溜|说得\S*|讲得\S*|会一点|会说|会讲|一般般?|凑合|马马虎虎)"
 
 
 def _languages(cs: Sequence[Clause], i: int) -> list[Found]:

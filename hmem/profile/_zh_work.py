@@ -21,7 +21,7 @@ from hmem.profile._clauses import CJK, CURRENT, STAY, Clause, allowed, negated
 from hmem.profile._en_self import TZ
 from hmem.profile._en_work import JOB_PHRASE
 from hmem.profile._lex_en import FIELDS, PLACES
-from hmem.profile._lex_zh import SURNAMES, ZH_FIELDS, ZH_JOBS, ZH_PLACES
+from hmem.profile._lex_zh import SURNAMES, ZH_FIELDS, ZH_JOBS, ZH_OTHER_PEOPLE, ZH_PLACES
 from hmem.profile._values import Found, fact, zh_is_place, zh_place_prefix
 from hmem.profile._zh_self import zh_pred
 
@@ -53,12 +53,18 @@ def _named_org(org: str) -> str | None:
         org = rest
     if re.match(r"^(?:一家|一个|一所|一间|这家|那家)", org) or "的" in org:
         return None  # "读的大学": an organisation's name holds no 的
+    if _AREA.search(org) or org.removeprefix("我们").removeprefix("我") in (*ZH_JOBS, *ZH_OTHER_PEOPLE):
+        return None  # "科技园", "金融街", "CBD": where the office is; "老板的助理": a person, not an employer
     if len(org) < 2 or _GENERIC.match(org) or zh_is_place(org) or org.lower() in PLACES or _SURNAME_TITLE.match(org):
         return None
     latin = re.match(r"^(?P<o>[A-Z][\w&.'-]*(?: [A-Z][\w&.'-]*){0,3})(?:\s*[" + CJK + r"]+)?$", org)
     if latin:
         return latin.group("o") if latin.group("o").lower() not in PLACES | FIELDS else None
     return org if re.fullmatch(rf"[{CJK}A-Za-z0-9&·]{{2,16}}", org) else None
+
+
+_AREA = re.compile(r"(?:科技园|产业园|工业园|软件园|创业园|园区|开发区|高新区|新区|市中心|市区|商圈|商务区|写字楼|大厦|广场|"
+                   r"[^银]街|路|(?i:CBD))$|^(?i:CBD)$")
 
 
 #: "李老师", "王医生": how someone is addressed (surname + title), not a job description.
@@ -120,6 +126,9 @@ def _occupation(c: Clause, p: str) -> list[Found]:
     m = re.search(rf"(?:^|在[^,，]{{1,12}}?)教\s*(?P<s>{_TAUGHT})", p)  # "我在高中教英语" → 英语老师
     if m and not out and not negated(p[: m.start("s")]):
         out.append(fact("occupation", f"{m.group('s')}老师", 0.75, c.text))
+    m = re.match(r"^开(?P<v>出租车?|的士|网约车|滴滴|货车|大货车|卡车|大巴|公交车?)(?:的)?$", p)
+    if m and not out:  # "我自己开出租车": a driver by trade (not "开车去机场")
+        out.append(fact("occupation", f"开{m.group('v')}", 0.75, c.text))
     m = re.match(r"^(?:今年|去年|已经|刚刚?|早就|早已|都)*\s*退休(?:了|啦)?$", p)
     if m and not out:
         out.append(fact("occupation", "退休", 0.75, c.text))
@@ -137,7 +146,7 @@ _ORG_SUFFIX = re.compile(r"(?:医院|公司|集团|银行|研究院|研究所|�
 def _employer(c: Clause, p: str) -> list[Found]:
     """"在腾讯上班" names an employer; a bare "在X" only when X looks like one (协和医院, HSBC)."""
     m = re.search(r"在\s*(?P<org>[^,，]{2,24}?)\s*(?:工作|上班|任职|实习|打工)(?:了|呢)?(?:$|,|，)", p)
-    bare = None if m else re.match(r"^在\s*(?P<org>[^,，]{2,24})$", p)
+    bare = None if m else re.match(r"^在\s*(?P<org>(?:(?!做|当|干|教|读|学)[^,，]){2,24})$", p)
     m = m or bare
     if not m or negated(p[: m.start("org")]):
         return []
@@ -154,15 +163,22 @@ def _employer(c: Clause, p: str) -> list[Found]:
     return []
 
 
+_DEGREE = r"书|大学|本科|大专|高中|初中|小学|中学|研|硕|博|master|phd|mba|的|[大高初研][一二三四]|个|预科|语言|了"
+
+
 def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
     c = cs[i]
     out: list[Found] = []
-    m = re.search(r"在\s*(?P<s>[^,，;]{2,16}?)\s*(?P<v>读|上(?!班)|念|攻读|就读|学习)\s*(?P<what>[^,，;]{0,12})$", p)
+    m = re.search(r"在\s*(?P<s>[^,，;]{2,16}?)\s*(?P<v>读|(?<![大中小])学(?![习会做院校])|上学(?=\s*$|[了呢])|上(?=课|大学|研|博|本科|高中|初中|小学|中学|\s*$)|念|攻读|就读|学习)\s*(?P<what>[^,，;]{0,12})$", p)
     # "我大学在武汉读的", "在复旦读的本科": 是…的 tells a past event; the school counts (attended), nothing current
     done = m is not None and m.group("what").startswith("的")
+    if m and m.group("v") == "学" and not re.search(rf"(?:大学|学院|中学|小学|高中|学校|清华|复旦|[{CJK}]{{1,3}}大)$", m.group("s")):
+        m = None  # "在北京学画画": learning something somewhere, no school
     if m and not negated(p[: m.start()]) and zh_is_place(m.group("s").strip()) and allowed(c, STAY) and not done:
         out.append(fact("location", m.group("s").strip(), 0.7, c.text))
         d = m.group("what").strip().lower()
+        if d and len(d) <= 12 and not re.match(_DEGREE, d):  # "在 Manchester 读 accounting"
+            out.append(fact("major", m.group("what").strip(), 0.7, c.text))
         out.append(fact("occupation", "研究生" if re.match(r"研|硕士|master", d) else "博士生" if re.match("博", d)
                         else "phd student" if d.startswith("phd") else "学生", 0.75, c.text))
     elif m and not negated(p[: m.start()]):

@@ -459,3 +459,64 @@ def test_general_patterns_from_the_widened_table(text: str, expected: dict[str, 
 )
 def test_round_two_guards_and_values(text: str, expected: dict[str, Any]) -> None:
     assert _profile(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Chinese: people and questions that are not the user
+        ("中国人一般几点吃晚饭", {}),
+        ("在上海工作的人都很忙", {}),
+        ("我有个同学在字节做后端", {}),
+        ("我有一个表哥在澳洲当厨师", {}),
+        ("我有个姐姐在广州上班", {"family": ["姐姐"]}),
+        ("小王是杭州人，在网易上班", {}),
+        ("帮我做一桌菜，客人是回族的，不吃猪肉", {}),
+        ("给一个素食者推荐几道菜", {}),
+        ("公司楼下新开了一家清真牛肉面，味道还行", {}),
+        ("我已经不吃素了", {}),
+        ("这顿不吃肉了，减肥", {}),
+        ("我叫的滴滴到了", {}),
+        ("我住在朋友家，过几天就走", {}),
+        ("我现在在广州，下周回北京", {}),
+        ("我是从知乎过来的", {}),
+        ("我是老板的助理，帮他订个机票", {"occupation": "助理"}),
+        # Chinese: business districts are places, not employers; 上/学 after a school
+        ("我在国贸上班", {"location": "国贸"}),
+        ("我在金融街当律师", {"occupation": "律师"}),
+        ("我在CBD做销售", {"occupation": "销售"}),
+        ("我在 Zoom 上开会", {}),
+        ("我在B站学剪辑", {}),
+        ("我在北京学画画", {}),
+        ("我在华中科技大学学机械", {"school": "华中科技大学", "occupation": "学生", "major": "机械"}),
+        ("我在多伦多读会计", {"location": "多伦多", "occupation": "学生", "major": "会计"}),
+        # Chinese: values said in passing
+        ("我有一只金毛一只拉布拉多", {"pets": ["金毛", "拉布拉多"]}),
+        ("家里有一只橘猫和一只布偶", {"pets": ["橘猫", "布偶"]}),
+        ("我妈老说我28了还不结婚", {"age": 28}),
+        ("我妈说我30岁之前必须结婚", {}),
+        ("我妈说我弟都25了还不找工作", {}),
+        ("我日语只会一点点", {"languages": ["日语"]}),
+        ("我自己开出租车", {"occupation": "开出租车"}),
+        ("我开车去机场", {}),
+        # English
+        ("I'm engaged to Tom", {"partner": "fiance: Tom"}),
+        ("I'm engaged in a lawsuit with my landlord", {}),
+        ("my sister got engaged to Tom", {}),
+        ("I have two dogs, a lab and a husky", {"pets": ["lab", "husky"]}),
+        ("I have two kids, a boy and a girl", {"children": ["son", "daughter"]}),
+        ("I have two dogs and a cat", {"pets": ["dog", "cat"]}),
+        ("I keep two rabbits, Clover and Biscuit", {"pets": ["rabbit: Clover", "rabbit: Biscuit"]}),
+        ("vegetarian mom of twins here, we live in Boulder", {"diet": ["vegetarian"], "children": ["child"],
+                                                              "location": "Boulder"}),
+        ("Vegetarian friend is coming over", {}),
+        ("vegan lasagna recipe please", {}),
+        ("Work-wise I'm a structural engineer at Arup", {"occupation": "structural engineer", "employer": "Arup"}),
+        ("I drive a bus for a living", {"occupation": "bus driver"}),
+        ("I drive a truck", {}),
+        ("I hate horror movies, keep them off the list", {"dislikes": ["horror movies"]}),
+        ("my birthday's on the 14th of February", {"birthday": "02-14"}),
+    ],
+)
+def test_round_three_guards_and_values(text: str, expected: dict[str, Any]) -> None:
+    assert _profile(text) == expected
