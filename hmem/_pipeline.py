@@ -147,7 +147,8 @@ class AfterAppend:
             if found.reason and found.reason not in reasons:
                 reasons.append(found.reason)
             if found.updates:
-                applied = apply_updates(profile, user, found.updates, Provenance("message", session, turn.id))
+                applied = apply_updates(profile, user, found.updates, Provenance("message", session, turn.id),
+                                        said_at=turn.created_at)
                 changed += applied.changed
                 confirmed += applied.confirmed
                 deleted += applied.deleted

@@ -30,8 +30,10 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
+from hmem._primitives import as_datetime
 from hmem.errors import InvalidInput, LLMError
 from hmem.profile._llm_reply import SYSTEM_PROMPT, guard_updates, parse_llm_updates
 from hmem.profile._rules import find_profile_facts
@@ -164,11 +166,14 @@ def _new_value(update: ProfileUpdate, before: ProfileValue | None) -> ProfileVal
 
 
 def _write(store: ProfileStore, user_id: str, key: str, value: ProfileValue | None, *, before: ProfileEntry | None,
-           prov: Provenance, confidence: float) -> str:
+           prov: Provenance, confidence: float, said_at: datetime | None = None) -> str:
     """Persist ``value`` for ``key``; what happened: changed / confirmed / deleted / none."""
     if value is None:
         return "deleted" if store.delete(user_id, key, provenance=prov) else "none"
-    store.set(user_id, key, value, provenance=prov, confidence=confidence)
+    # History is append-only: a message older than the key's current version (an import
+    # replayed after a later change) is written at that version's start, never before it.
+    at = None if said_at is None else max(said_at, before.valid_from) if before is not None else said_at
+    store.set(user_id, key, value, provenance=prov, confidence=confidence, at=at)
     return "confirmed" if before is not None and same_value(before.value, value) else "changed"
 
 
@@ -177,9 +182,14 @@ def apply_updates(
     user_id: str,
     updates: Sequence[ProfileUpdate],
     provenance: Provenance | None = None,
+    *,
+    said_at: datetime | str | float | None = None,
 ) -> AppliedUpdates:
     """Write ``updates`` in order with ``provenance`` (e.g. ``Provenance("message",
-    session_id, message_id)``); the store keeps the old value in history.
+    session_id, message_id)``); the store keeps the old value in history. ``said_at``:
+    when the user said it (the message's time), which becomes the new version's
+    ``valid_from`` (clamped to the current version's start: history is append-only);
+    None: the time of the write.
 
     Every update is validated before the first write, so bad input changes nothing.
     List keys follow :func:`hmem.profile.merge.merge_items`: a merge update adds its
@@ -193,6 +203,7 @@ def apply_updates(
     """
     check_id(user_id, "user_id")
     prov = check_provenance(provenance)
+    when = None if said_at is None else as_datetime(said_at, "said_at")
     if isinstance(updates, str | bytes | Mapping) or not all(isinstance(u, ProfileUpdate) for u in updates):
         raise InvalidInput("updates must be a list of ProfileUpdate", field="updates")
     done: dict[str, list[str]] = {"changed": [], "confirmed": [], "deleted": [], "none": []}
@@ -211,9 +222,9 @@ def apply_updates(
                 kept = merge_items(opposite, other.value, remove=update.value) or None
                 if kept != other.value:
                     done[_write(store, user_id, opposite, kept, before=other, prov=prov,
-                                confidence=other.confidence)].append(opposite)
+                                confidence=other.confidence, said_at=when)].append(opposite)
         done[_write(store, user_id, update.key, value, before=before, prov=prov,
-                    confidence=update.confidence)].append(update.key)
+                    confidence=update.confidence, said_at=when)].append(update.key)
     return AppliedUpdates(tuple(done["changed"]), tuple(done["confirmed"]), tuple(done["deleted"]))
 
 

@@ -508,3 +508,27 @@ def test_llm_reply_schema_violations_are_invalid(reply: str) -> None:
 def test_llm_reply_in_a_code_fence_and_empty_updates_are_fine() -> None:
     assert _found(parse_llm_updates('```json\n{"updates": [{"key": "age", "value": 30}]}\n```')) == [S("age", 30)]
     assert parse_llm_updates('{"updates": []}') == []
+
+
+def test_said_at_dates_the_new_version_when_it_was_said_and_never_before_the_current(store: ProfileStore) -> None:
+    from datetime import UTC, datetime
+
+    extractor = OfflineProfileExtractor()
+    may, june = datetime(2024, 5, 8, 12, tzinfo=UTC), datetime(2024, 6, 1, 9, tzinfo=UTC)
+    apply_updates(store, "u1", extractor.extract("I live in Leeds."), Provenance("message", "s1", "m1"), said_at=june)
+    leeds = store.get("u1", "location")
+    assert leeds is not None and leeds.valid_from == june  # when it was said, not when it was read
+    # An older message replayed after it (an import out of order) cannot rewrite history
+    # before the current version: it starts where that version started.
+    apply_updates(store, "u1", extractor.extract("I live in York."), Provenance("message", "s0", "m0"), said_at=may)
+    york = store.get("u1", "location")
+    assert york is not None and york.value == "York" and york.valid_from == june
+    assert [h.value for h in store.history("u1", "location")] == ["Leeds", "York"]
+
+
+@pytest.mark.parametrize("said_at", ["yesterday", "2024-13-01", float("nan"), [2024]])
+def test_a_bad_said_at_is_refused_and_writes_nothing(store: ProfileStore, said_at: object) -> None:
+    with pytest.raises(InvalidInput, match="said_at"):
+        apply_updates(store, "u1", OfflineProfileExtractor().extract("I live in Leeds."),
+                      Provenance("message", "s1", "m1"), said_at=said_at)  # type: ignore[arg-type]
+    assert store.all("u1") == []

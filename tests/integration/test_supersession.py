@@ -132,3 +132,17 @@ def test_memory_add_keeps_the_moved_from_city_as_history_and_recalls_the_new_one
         assert ranked.index(new.id) < ranked.index(old.id)
         profile = mem.profile.get("u1", "location")
         assert profile is not None and profile.value == new_place
+
+
+def test_an_imported_conversation_dates_profile_values_and_statements_when_they_were_said(tmp_path: Path) -> None:
+    from hmem.memory import Memory
+
+    said = "2023-05-08T10:00:00+00:00"
+    with Memory.open(tmp_path, embedder=real_model()) as mem:
+        added = mem.add("u1", "s1", [{"role": "user", "content": "I'm Maya and I live in Leeds. I went hiking yesterday.",
+                                      "id": "m1", "created_at": said}])
+        entry = mem.profile.get("u1", "location")
+        assert entry is not None and entry.valid_from.isoformat() == said  # not the time of the import
+        texts = sorted(f.item.text for f in added.facts)
+        assert "Maya lives in Leeds (as of 8 May 2023)." in texts
+        assert "Maya went hiking yesterday (7 May 2023)" in texts
