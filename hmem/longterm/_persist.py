@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from hmem.longterm._args import index_metadata
 from hmem.longterm.index_text import dense_text, lexical_text
-from hmem.longterm.supersede import CLAIM_KEY, plan_supersession
+from hmem.longterm.supersede import CLAIM_KEY, SUPERSEDED_AT, SUPERSEDED_BY, SUPERSEDES, plan_supersession
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, VectorIndex
 from hmem.types import MemoryItem
 
-__all__ = ["lexical_add", "link_versions", "persist"]
+__all__ = ["lexical_add", "link_versions", "persist", "revive_versions"]
 
 
 def persist(
@@ -93,4 +94,48 @@ def link_versions(
         # Marking changes metadata only: the same text, the same vector (the embedding cache answers).
         vectors = embedder.embed([dense_text(it) for it in old])
         final.update({it.id: (it, vec) for it, vec in zip(old, vectors, strict=True)})
+    return changed
+
+
+def revive_versions(
+    items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, embedder: Embedder, user_id: str, *,
+    deleted: Mapping[str, MemoryItem],
+) -> list[MemoryItem]:
+    """Mend the version chains ``deleted`` (id → item, just removed) sat in: a version a
+    deleted *current* version had superseded is current again (forgetting "we moved to
+    York" makes "Maya lives in Leeds" the newest version again); one a deleted *middle*
+    version had superseded is linked to that version's successor instead. Returns the
+    items rewritten (re-indexed with their unchanged vectors)."""
+    def successor(item: MemoryItem) -> str | None:  # the nearest newer version that is left
+        seen: set[str] = set()
+        while item.id in deleted and item.id not in seen:
+            seen.add(item.id)
+            newer = item.metadata.get(SUPERSEDED_BY)
+            if not isinstance(newer, str) or not newer:
+                return None
+            if newer not in deleted:
+                return newer
+            item = deleted[newer]
+        return None
+
+    wanted = sorted({str(it.metadata[SUPERSEDES]) for it in deleted.values() if it.metadata.get(SUPERSEDES)}
+                    - set(deleted))
+    if not wanted:
+        return []
+    changed: list[MemoryItem] = []
+    for old in items.get(user_id, wanted).values():
+        gone = old.metadata.get(SUPERSEDED_BY)
+        if not isinstance(gone, str) or gone not in deleted:
+            continue  # superseded by a version that is still there
+        newer = successor(deleted[gone])
+        meta = {k: v for k, v in old.metadata.items() if k not in (SUPERSEDED_BY, SUPERSEDED_AT)}
+        if newer is not None:
+            meta = {**meta, SUPERSEDED_BY: newer, SUPERSEDED_AT: old.metadata.get(SUPERSEDED_AT)}
+            found = items.get(user_id, [newer]).get(newer)
+            if found is not None:
+                changed.append(replace(found, metadata={**found.metadata, SUPERSEDES: old.id}))
+        changed.append(replace(old, metadata=meta))
+    if changed:
+        vecs = embedder.embed([dense_text(it) for it in changed])  # same texts: the cache answers
+        persist(items, vectors, lexical, user_id, {it.id: (it, v) for it, v in zip(changed, vecs, strict=True)})
     return changed

@@ -6,9 +6,8 @@ after; deletes remove from the item store first. A crash in between leaves eithe
 item that is not yet recallable or index ids with no item — recall ignores index ids
 the item store does not know, and :meth:`LongTermStore.reindex` repairs both.
 
-Vectors of two embedders never mix: each user's vectors are stamped with the embedder
-that made them, checked on the first write or recall of the user (see
-:mod:`hmem.longterm._stamps`); ``reindex`` re-embeds them for the current embedder.
+Vectors of two embedders never mix: each user's vectors are stamped with the embedder that
+made them, checked on the first write or recall of the user (:mod:`hmem.longterm._stamps`).
 
 Example::
 
@@ -54,7 +53,7 @@ from hmem.longterm._items import (
     with_previous_turns,
 )
 from hmem.longterm._nearby import near_duplicate, neighbours
-from hmem.longterm._persist import lexical_add, link_versions, persist
+from hmem.longterm._persist import lexical_add, link_versions, persist, revive_versions
 from hmem.longterm._recall import RecallPorts, run_recall
 from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
@@ -327,10 +326,11 @@ class LongTermStore:
     def _delete(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
-        n = self.items.delete(user_id, ids)  # source of truth first: orphans in indexes are ignored
+        doomed, n = self.items.get(user_id, ids), self.items.delete(user_id, ids)  # item store first
         self.vectors.delete(user_id, ids)
         for doc_id in ids:
             self.lexical.remove(user_id, doc_id)
+        revive_versions(self.items, self.vectors, self.lexical, self.embedder, user_id, deleted=doomed)
         return n
 
     def enforce_retention(self, user_id: str) -> list[MemoryItem]:

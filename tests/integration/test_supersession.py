@@ -146,3 +146,35 @@ def test_an_imported_conversation_dates_profile_values_and_statements_when_they_
         texts = sorted(f.item.text for f in added.facts)
         assert "Maya lives in Leeds (as of 8 May 2023)." in texts
         assert "Maya went hiking yesterday (7 May 2023)" in texts
+
+
+def test_forgetting_the_newest_version_makes_the_one_before_current_again(stack: Stack) -> None:
+    lt = stack.store
+    leeds = lt.remember_many("u1", [_claim("Maya lives in Leeds.", "location")])[0].item
+    york = lt.remember_many("u1", [_claim("Maya lives in York.", "location")])[0].item
+    assert lt.forget("u1", [york.id]) == 1
+    back = lt.items.get("u1", [leeds.id])[leeds.id]
+    assert SUPERSEDED_BY not in back.metadata and SUPERSEDED_AT not in back.metadata
+    hit = lt.recall("u1", "Where does Maya live?", k=1)[0]
+    assert hit.item.id == leeds.id and "superseded" not in hit.boosts
+    assert lt.recall("u1", "Leeds", k=5, metadata={SUPERSEDED_BY: york.id}) == []  # the indexes forgot the mark
+
+
+def test_forgetting_a_middle_version_links_its_neighbours(stack: Stack) -> None:
+    lt = stack.store
+    a, b, c = (lt.remember_many("u1", [_claim(f"Maya lives in {city}.", "location")])[0].item
+               for city in ("Leeds", "York", "Bath"))
+    lt.forget("u1", [b.id])
+    stored = lt.items.get("u1", [a.id, c.id])
+    assert stored[a.id].metadata[SUPERSEDED_BY] == c.id and stored[c.id].metadata[SUPERSEDES] == a.id
+    assert SUPERSEDED_BY not in stored[c.id].metadata  # still the current one
+    lt.forget("u1", [c.id])  # then the newest: the first is current again
+    assert SUPERSEDED_BY not in lt.items.get("u1", [a.id])[a.id].metadata
+
+
+def test_forgetting_the_two_newest_at_once_makes_the_first_current(stack: Stack) -> None:
+    lt = stack.store
+    a, b, c = (lt.remember_many("u1", [_claim(f"Maya lives in {city}.", "location")])[0].item
+               for city in ("Leeds", "York", "Bath"))
+    assert lt.forget("u1", [c.id, b.id]) == 2
+    assert SUPERSEDED_BY not in lt.items.get("u1", [a.id])[a.id].metadata
