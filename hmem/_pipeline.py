@@ -184,9 +184,9 @@ def turn_context(turn: Message, profile: Sequence[ProfileEntry], updates: Sequen
     subject = turn.name or (names[0] if names else None)
     speaker_key = turn.name.casefold() if turn.name else "user"
     zh = is_chinese(turn.text)
-    said = tuple(st for u in updates for st in update_statements(u, subject, turn.created_at.date(), zh=zh,
-                                                                 speaker_key=speaker_key))
-    return TurnContext(subject, speaker_key, said)
+    statements = tuple(st for u in updates
+                       for st in update_statements(u, subject, turn.created_at.date(), zh=zh, speaker_key=speaker_key))
+    return TurnContext(subject, speaker_key, statements)
 
 
 #: What :func:`warm_rules` runs the rules on: English and Chinese, a job, a place, a date.

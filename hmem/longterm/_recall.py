@@ -88,8 +88,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
-    said = expand_query(query)
-    lexical_query = said if len(said) <= MAX_INDEX_CHARS else query
+    expanded = expand_query(query)
+    lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
     lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
     # Recency stays a tie-breaker (a multiplier buries old evidence); a date the question
     # names is a boost for what was said in it or about it.
