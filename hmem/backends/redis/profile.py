@@ -23,8 +23,9 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 import redis
 
@@ -54,6 +55,8 @@ from hmem.profile.versioning import Plan, check_max_keys, check_update, plan_del
 from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, utcnow
 
 __all__ = ["RedisProfileStore"]
+
+T = TypeVar("T")
 
 _MAX_ATTEMPTS = 50  # optimistic retries under contention on one user's profile
 
@@ -130,10 +133,7 @@ class RedisProfileStore:
         cur_key = self._keys.profile_current(user_id)
         with redis_errors(self._label):
             for _ in range(_MAX_ATTEMPTS):
-                if self._wait.enabled:  # on the master's own client: WAIT must follow EXEC on its connection
-                    done, plan = on_node(self._client, cur_key, lambda node: self._attempt(node, user_id, key, decide))
-                else:
-                    done, plan = self._attempt(self._client, user_id, key, decide)
+                done, plan = self._on_owner(cur_key, lambda owner: self._attempt(owner, user_id, key, decide))
                 if done:
                     return plan
         raise BackendUnavailable(
@@ -159,15 +159,7 @@ class RedisProfileStore:
                 if plan.append is not None:
                     commands.append(("RPUSH", hist_key, _encode(plan.append)))
                 commands.append(("HSET", cur_key, key, _encode(plan.result)))
-                if self._wait.enabled:
-                    connection = getattr(pipe, "connection", None)  # the watched connection
-                    assert connection is not None
-                    return exec_and_wait(connection, commands, wait=self._wait, label=self._label), plan
-                pipe.multi()
-                for command in commands:
-                    pipe.execute_command(*command)
-                pipe.execute()
-                return True, plan
+                return self._commit(pipe, commands), plan
             except redis.exceptions.WatchError:
                 return False, None
 
@@ -234,10 +226,7 @@ class RedisProfileStore:
         cur_key = self._keys.profile_current(user_id)
         with redis_errors(self._label):
             for _ in range(_MAX_ATTEMPTS):
-                if self._wait.enabled:  # WAIT must follow EXEC on the master's watched connection
-                    erased = on_node(self._client, cur_key, lambda node: self._erase(node, user_id))
-                else:
-                    erased = self._erase(self._client, user_id)
+                erased = self._on_owner(cur_key, lambda owner: self._erase(owner, user_id))
                 if erased is not None:
                     return erased
         raise BackendUnavailable(f"profile of user {user_id!r} kept changing during delete_user; try again")
@@ -250,17 +239,28 @@ class RedisProfileStore:
                 pipe.watch(cur_key)  # type: ignore[no-untyped-call]
                 keys = [as_str(k) for k in pipe.hkeys(cur_key)]
                 command = ("DEL", cur_key, *[self._keys.profile_history(user_id, k) for k in keys])
-                if self._wait.enabled:
-                    connection = getattr(pipe, "connection", None)  # the watched connection
-                    assert connection is not None
-                    return len(keys) if exec_and_wait(connection, [command], wait=self._wait, label=self._label) \
-                        else None
-                pipe.multi()
-                pipe.execute_command(*command)
-                pipe.execute()
-                return len(keys)
+                return len(keys) if self._commit(pipe, [command]) else None
             except redis.exceptions.WatchError:
                 return None
+
+    def _on_owner(self, cur_key: str, attempt: Callable[[RedisClient], T]) -> T:
+        """``attempt(owner)``: on the master's own client when writes wait for replicas
+        (``WAIT`` must follow ``EXEC`` on the watched connection), else on the client."""
+        return on_node(self._client, cur_key, attempt) if self._wait.enabled else attempt(self._client)
+
+    def _commit(self, pipe: redis.client.Pipeline, commands: Sequence[tuple[str | int, ...]]) -> bool:
+        """``MULTI`` ``commands`` ``EXEC`` on ``pipe`` (which holds the caller's ``WATCH``),
+        followed by ``WAIT`` when writes wait for replicas: False when the ``WATCH`` fired
+        (with ``WAIT``; without it, ``WatchError`` is raised as usual)."""
+        if self._wait.enabled:
+            connection = getattr(pipe, "connection", None)  # the watched connection
+            assert connection is not None
+            return exec_and_wait(connection, commands, wait=self._wait, label=self._label)
+        pipe.multi()
+        for command in commands:
+            pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+        pipe.execute()
+        return True
 
     def close(self) -> None:
         """The client belongs to the caller; nothing to release."""

@@ -35,16 +35,10 @@ def run_script(client: RedisClient, script: Script, keys: Sequence[str], args: S
 
     def write(node: redis.Redis) -> Any:
         for _ in range(2):  # a master promoted since the script was loaded has not seen it yet
-            pipe = node.pipeline(transaction=False)
-            pipe.evalsha(script.sha, len(keys), *keys, *args)
-            pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
             try:
-                result, acked = pipe.execute()
+                return _then_wait(node, ("EVALSHA", script.sha, len(keys), *keys, *args), wait=wait, label=label)
             except redis.exceptions.NoScriptError:
                 node.script_load(script.script)
-                continue
-            wait.check(acked, label)
-            return result
         raise BackendUnavailable(f"Redis at {label} keeps forgetting hmem's Lua scripts (SCRIPT FLUSH?); retry")
 
     return on_node(client, keys[0], write)
@@ -56,15 +50,18 @@ def delete_and_wait(client: RedisClient, keys: Sequence[str], *, wait: ReplicaWa
     if not wait.enabled:
         return int(client.delete(*keys))
 
-    def remove(node: redis.Redis) -> int:
-        pipe = node.pipeline(transaction=False)
-        pipe.delete(*keys)
-        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
-        removed, acked = pipe.execute()
-        wait.check(acked, label)
-        return int(removed)
+    return int(on_node(client, keys[0], lambda node: _then_wait(node, ("DEL", *keys), wait=wait, label=label)))
 
-    return on_node(client, keys[0], remove)
+
+def _then_wait(node: redis.Redis, command: tuple[Any, ...], *, wait: ReplicaWait, label: str) -> Any:
+    """``command`` and ``WAIT`` in one pipeline on ``node``: the command's reply, once enough
+    replicas confirmed it (:meth:`ReplicaWait.check` raises otherwise)."""
+    pipe = node.pipeline(transaction=False)
+    pipe.execute_command(*command)  # type: ignore[no-untyped-call]
+    pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)  # type: ignore[no-untyped-call]
+    result, acked = pipe.execute()
+    wait.check(acked, label)
+    return result
 
 
 def exec_and_wait(conn: AbstractConnection, commands: Sequence[tuple[Any, ...]], *, wait: ReplicaWait,
