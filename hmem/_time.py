@@ -17,9 +17,9 @@ Example::
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
-__all__ = ["EPOCH", "from_micros", "from_seconds", "to_micros"]
+__all__ = ["EPOCH", "MONTH_NAMES", "day_key", "from_micros", "from_seconds", "to_micros"]
 
 #: 1970-01-01T00:00:00Z, the zero of every stored time.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -56,3 +56,18 @@ def from_seconds(seconds: float) -> datetime:
     '1970-01-02T00:00:00.500000+00:00'
     """
     return datetime.fromtimestamp(float(seconds), UTC)
+
+
+#: English month names of written dates ("7 May 2023"): fixed, never the locale's.
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+               "November", "December")
+
+
+def day_key(day: date) -> str:
+    """A day as hmem writes it (index keys, dated statements): ``"7 May 2023"``, English,
+    no locale.
+
+    >>> day_key(date(2023, 5, 7))
+    '7 May 2023'
+    """
+    return f"{day.day} {MONTH_NAMES[day.month - 1]} {day.year}"

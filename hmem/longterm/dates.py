@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import get_args
 
+from hmem._time import MONTH_NAMES, day_key
 from hmem.errors import InvalidInput
 from hmem.longterm._date_calc import Granularity, find
 from hmem.longterm._date_rules import RULES, TRIGGER
@@ -51,9 +52,6 @@ from hmem.longterm._date_rules import RULES, TRIGGER
 __all__ = ["MONTH_NAMES", "DateSpan", "Granularity", "annotate_dates", "date_keys", "day_key", "mentions_period", "query_period",
            "resolve_dates"]
 
-#: English month names of the index keys: fixed, so keys never depend on the locale.
-MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-               "November", "December")
 #: A span of days longer than this gets its two ends as keys, not every day.
 _MAX_DAYS_LISTED = 7
 
@@ -111,15 +109,6 @@ def resolve_dates(text: str, anchor: date) -> tuple[DateSpan, ...]:
     if not TRIGGER.search(text):
         return ()
     return tuple(DateSpan((s, e), start, end, gran) for s, e, start, end, gran in find(RULES, text, day))
-
-
-def day_key(day: date) -> str:
-    """A day as the lexical index writes it: ``"7 May 2023"`` (English, no locale).
-
-    >>> day_key(date(2023, 5, 7))
-    '7 May 2023'
-    """
-    return f"{day.day} {MONTH_NAMES[day.month - 1]} {day.year}"
 
 
 def _keys(span: DateSpan) -> list[str]:

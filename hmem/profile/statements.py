@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import date
 
+from hmem._time import day_key
 from hmem.profile._clauses import CJK, Clause, analyse
 from hmem.profile._update import ProfileUpdate
 from hmem.profile.model import format_value
@@ -41,8 +42,6 @@ __all__ = ["DEFAULT_SUBJECT", "Statement", "covered", "is_chinese", "third_perso
 
 #: Who a statement is about when the speaker's name is unknown, by language.
 DEFAULT_SUBJECT = {"en": "the user", "zh": "用户"}
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 _HAS_CJK = re.compile(f"[{CJK}]")
 
 
@@ -191,7 +190,7 @@ _ZH_REMOVE = {"likes": "{s}不再喜欢{v}", "dislikes": "{s}不再讨厌{v}", "
 def _stated_on(day: date, zh: bool) -> str:
     if zh:
         return f"（{day.year}年{day.month}月{day.day}日时）"
-    return f" (as of {day.day} {_MONTHS[day.month - 1]} {day.year})"
+    return f" (as of {day_key(day)})"
 
 
 def _set_sentence(key: str, item: str, s: str, zh: bool) -> str:
