@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from process_helpers import reap
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,7 @@ def start_chroma(path: Path, timeout_s: float = 60.0) -> ChromaServer:
 
 def stop_chroma(server: ChromaServer) -> None:
     server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+    reap(server.process, 10)
 
 
 @pytest.fixture(scope="session")

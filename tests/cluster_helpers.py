@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from process_helpers import reap
 from redis.cluster import RedisCluster
 
 from hmem.backends.redis.client import ReplicaWait, connect_redis
@@ -136,11 +137,7 @@ def running_cluster() -> Iterator[ClusterInfo]:
         for proc in procs.values():  # restart_node may have replaced some
             proc.terminate()
         for proc in procs.values():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            reap(proc, 10)
         shutil.rmtree(workdir, ignore_errors=True)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from process_helpers import reap
 
 pytest.importorskip("mcp")
 
@@ -211,11 +212,7 @@ def _http_server(data: Path, *args: str) -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        reap(proc, 30)
     assert proc.returncode == 0  # SIGTERM is a clean stop: the memory was closed, not killed mid-write
 
 

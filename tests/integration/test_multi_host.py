@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 from chroma_helpers import ChromaServer, chroma_server  # noqa: F401  (fixture)
 from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
+from process_helpers import reap
 
 from hmem.config import Settings
 from hmem.memory import Memory
@@ -79,11 +80,7 @@ class Host:
             assert self.proc.stdin is not None
             self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
             self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            reap(self.proc, 30)
 
 
 @pytest.fixture(scope="module")
