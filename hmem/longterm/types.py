@@ -41,6 +41,15 @@ def check_k(k: object) -> int:
     return k
 
 
+def _check_weight(name: str, value: object, high: float, *, zero: bool = True, off: str = "") -> None:
+    """``value`` is a number from 0 (included when ``zero``) to ``high``; else a
+    :class:`ConfigError` naming ``name``, the range and what turns the knob ``off``."""
+    ok = not isinstance(value, bool) and isinstance(value, int | float) and (
+        0.0 <= value <= high if zero else 0.0 < value <= high)
+    if not ok:
+        raise ConfigError(f"{name} must be a number in {'[' if zero else '('}0, {high:g}]{off}, got {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class LongTermConfig:
     """Tunables of :class:`~hmem.longterm.store.LongTermStore` (all optional).
@@ -111,12 +120,8 @@ class LongTermConfig:
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
         self._check_feedback()
-        w = self.time_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 10.0:
-            raise ConfigError(f"time_weight must be a number in [0, 10] (0 = off), got {w!r}")
-        w = self.superseded_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
-            raise ConfigError(f"superseded_weight must be a number in [0, 1] (1 = off), got {w!r}")
+        _check_weight("time_weight", self.time_weight, 10.0, off=" (0 = off)")
+        _check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
 
     def _check_feedback(self) -> None:
         for name, low, high in (("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),
@@ -124,9 +129,7 @@ class LongTermConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}")
-        w = self.feedback_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 < w <= 10.0:
-            raise ConfigError(f"feedback_weight must be a number in (0, 10], got {w!r}")
+        _check_weight("feedback_weight", self.feedback_weight, 10.0, zero=False)
 
 
 @dataclass(frozen=True, slots=True)
