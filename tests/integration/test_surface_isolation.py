@@ -17,6 +17,7 @@ same test bodies run on all three. The rules, as the REST API defines them:
 
 from __future__ import annotations
 
+import itertools
 import json
 import secrets
 from collections.abc import Iterator
@@ -180,11 +181,24 @@ WORDS = ["apple", "river", "piano", "tiger", "glacier", "violin", "harbor", "lan
          "sapphire", "tulip", "umbrella", "vulture", "willow"]
 
 
+#: Noun pairs some secret of this module already uses (see :func:`_secret`).
+_USED_PAIRS: set[frozenset[str]] = set()
+
+
 def _secret() -> str:
     """A fact no other write resembles: near-duplicate writes would merge into one item.
-    The read's query never contains it (the proxy forwards the query itself upstream)."""
-    nouns = secrets.SystemRandom().sample(WORDS, 3)
-    return f"my locker code is {secrets.token_hex(6)}, kept near the {nouns[0]}, the {nouns[1]} and the {nouns[2]}"
+    No two secrets share more than one noun — with the same three nouns (in any order) two
+    secrets embed above the store's near-duplicate cosine of 0.95 and the later one is merged
+    into the earlier (two shared: 0.944). The read's query never contains it (the proxy
+    forwards the query itself upstream)."""
+    rng = secrets.SystemRandom()
+    for _ in range(10_000):
+        nouns = rng.sample(WORDS, 3)
+        pairs = {frozenset(pair) for pair in itertools.combinations(nouns, 2)}
+        if not pairs & _USED_PAIRS:
+            _USED_PAIRS.update(pairs)
+            return f"my locker code is {secrets.token_hex(6)}, kept near the {nouns[0]}, the {nouns[1]} and the {nouns[2]}"
+    raise AssertionError("every noun pair of WORDS is taken: add words")
 
 
 QUERY = "what is my locker code?"
