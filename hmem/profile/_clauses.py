@@ -177,7 +177,9 @@ _EN_OTHER = re.compile(rf"^(?:(?:hello|hi|hey|greetings) from|he|she|they|it|thi
 _ZH_LEAD = re.compile(r"^(?:(?:大家好|你好|您好|哈喽|嗨|(?:hi|hello|hey)(?!\s+from\b)|哈哈+|呵呵|嘿嘿|嗯+|哦|噢|其实|对了|另外|顺便说一下|顺便说|话说|"
                       r"说真的|不过|但是|可是|而且|并且|所以|因为|然后|后来|同时|因此)[,!。\s]*)+", re.IGNORECASE)
 _ZH_REL = _alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_OTHER_PEOPLE)
-_ZH_WITH = re.compile(rf"^我(?:和|跟|与)(?:我的?)?\s*(?:{_ZH_REL}|{_EN_REL})\s*|"
+#: "我跟我老公说…", "我和爸妈讲粤语": talking to someone is not doing something together with them.
+_TALK = r"(?![^,;]{0,6}?(?:说|讲|聊|吵|商量|解释|抱怨|打电话|视频|发消息))"
+_ZH_WITH = re.compile(rf"^我(?:和|跟|与){_TALK}(?:我的?)?\s*(?:{_ZH_REL}|{_EN_REL})\s*|"
                       rf"^我的?\s*(?:{_ZH_REL}|(?i:{_EN_REL}))(?:\s*[A-Z][a-z]+|[{CJK}]{{2,3}})?\s*(?:和|跟)我(?:一起)?\s*")
 _ZH_WE = re.compile(r"^(?:我们(?:全家|一家|家)?|我家(?!乡|人)里?|咱们?家?)\s*")
 _ZH_MY = re.compile(rf"^我的|^我\s*(?:一个|一位|那个|这个)?\s*(?:{_ZH_REL}|(?i:{_EN_REL})\b)")
@@ -231,7 +233,8 @@ _QUESTION_EN = re.compile(
     r"she|it|there|anyone|anybody|someone|people|my|your|the|a|an|this|that|these|those)\b|(?:what|where|who|whom|"
     r"whose|which|when|why|how|any|anyone|anybody|ideas?|thoughts|recommendations?|suggestions?|tips)\b)",
     re.IGNORECASE)
-_QUESTION_ZH = re.compile(r"吗|呢|什么|哪|谁|怎么|为什么|多少|几点|几岁|几号|是否|是不是|有没有|会不会|要不要|能不能|可不可以|好不好")
+_QUESTION_ZH = re.compile(r"吗|呢|什么|哪|谁|怎么|为什么|多少|几点|几岁|几号|是否|是不是|有没有|会不会|要不要|能不能|可不可以|好不好|"
+                          rf"咋|为啥|干啥|啥时候|啥样|是啥|([{CJK}])不\1|(?<=[{CJK}])不$")  # "压力大不大", "好养不"
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|unless|whether|suppose|would|could|might|maybe|perhaps|someday|one day|planning|plans? to|thinking of|"
     r"thinking about|considering|consider|want to|wants to|wanna|hoping|hope to|wish|dream|dreaming|going to|gonna|will|"
@@ -262,8 +265,8 @@ _OTHER = re.compile(
     r"\b(?:pretend|pretending|imagine|role[- ]?play|act as|as if|my (?:novel|story|book|screenplay|script|game)|"
     r"main character|the character|fictional|translate|how do (?:you|I) say|just kidding|jk|joking|username|"
     r"writing (?:a|my|the) (?:novel|story|book|script|screenplay|poem|song))\b|"
-    r"假装|扮演|角色|小说|剧本|故事里|游戏里|主角|女主|男主|翻译|怎么说|开玩笑|玩笑|用户名|网名|帮我\s*write|write a bio|"
-    r"梦见|梦到|做梦|模仿|口吻|口气|"
+    r"假装|扮演|角色|小说|剧本|故事里|游戏里|主角|女主|男主|翻译(?=\s*(?:成|为|一下|下|这|那|:))|(?:帮我?|请|麻烦你?|怎么|如何)\s*翻译|怎么说|开玩笑|玩笑|用户名|网名|帮我\s*write|write a bio|"
+    r"梦见|梦到|做梦|模仿|口吻|口气|模拟(?:面试|对话|一下|一个|场景)|"
     r"写一?[个篇段]\s*(?i:story|故事)", re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:not|never|no|nothing|none|nobody|neither|nor|without)\b|n't\b|不(?!过|错|少)|没|未(?!来)|别(?!人)|非(?!常)|无(?!论)",
@@ -299,7 +302,7 @@ def negated(before: str) -> bool:
     return _NEGATION.search(before) is not None
 
 
-def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozenset[str]:
+def _guards(clause: str, pred: str, sentence: str, next_clause: str, prev_clause: str = "") -> frozenset[str]:
     guards: set[str] = set()
     bare = _ZH_LEAD.sub("", _EN_LEAD.sub("", clause)).strip()
     if clause.rstrip().endswith("?") or _QUESTION_EN.match(bare) or _QUESTION_ZH.search(clause):
@@ -308,11 +311,13 @@ def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozense
         guards.add("hypothetical")
     if _PAST.search(clause) or _PAST.match(pred):
         guards.add("past")
-    # "I'm in Rome, just for the week" / "我在上海，出差几天": a bare "in X" takes the next clause's time
+    # "I'm in Rome, just for the week" / "我在上海，出差几天" / "这两天住我姨家，在苏州": a bare "in X"
+    # takes the time of the clause next to it
     bare_stay = re.match(r"(?:am|are)\s+(?:in|at)\b|(?:现在|目前|人)?在", pred) is not None and len(pred.split()) <= 4
     # "我现在在广州，下周回北京": going back (回) elsewhere makes the stay a visit
     back = re.search(r"(?:回|back (?:home|to)\b)(?!复|答|忆|头|应|想|收|顾|来)", next_clause, re.IGNORECASE)
-    if _TEMPORARY.search(clause) or (bare_stay and (_TEMPORARY.search(next_clause) or back)):
+    near = _TEMPORARY.search(next_clause) or _TEMPORARY.search(prev_clause)
+    if _TEMPORARY.search(clause) or (bare_stay and (near or back)):
         guards.add("temporary")
     if _OTHER.search(sentence):
         guards.add("other")
@@ -321,7 +326,8 @@ def _guards(clause: str, pred: str, sentence: str, next_clause: str) -> frozense
 
 _INTRODUCES = re.compile(rf"^(?:有|还有)\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})$")
 #: "我有个同学在字节做后端": what follows the introduced person is about them, so it is cut off.
-_HAS_SOMEONE = re.compile(rf"^(?:我|本人)?\s*(?:还|也)?有\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})(?=\s*(?:在|是|做|当|干|住|开|搞|也|刚|今年|去年|现在|目前|从|每天|天天|特别|超|很))")
+_HAS_SOMEONE = re.compile(rf"^(?:我|本人)?\s*(?:还|也)?有\s*(?:一?[个位]|两个|几个)\s*好?(?:{_ZH_REL})(?=\s*(?:在|是|做|当|干|住|开|搞|也|刚|今年|去年|现在|目前|从|每天|天天|特别|超|很|"
+                          r"对|不吃|不喝|吃|喜欢|讨厌|养))")
 _ABOUT = re.compile(rf"(?:{_ZH_REL}|他|她|他们|她们)的\s*(?:简历|信息|资料|情况|介绍|档案|个人信息|基本信息)")
 _CONTRAST = re.compile(r"^\s*(?:but|though|although|however|still|不过|但是|可是|但|然而)", re.IGNORECASE)
 _SENTENCE_IF = re.compile(r"^\s*(?:if|suppose|imagine|what if)\b|^\s*(?:如果|假如|要是|假设|万一)", re.IGNORECASE)
@@ -350,7 +356,7 @@ def analyse(message: str) -> list[Clause]:
             if subject is None:
                 subject = inherited
             nxt = parts[i + 1] if i + 1 < len(parts) else ""
-            guards = _guards(part, pred, sentence, nxt)
+            guards = _guards(part, pred, sentence, nxt, parts[i - 1] if i else "")
             if conditional and not _CONTRAST.match(part):  # the clause after an "if" clause is its consequence
                 guards |= {"hypothetical"}
             conditional = _SENTENCE_IF.match(part) is not None

@@ -29,7 +29,8 @@ def _alt(words: object) -> str:
 
 
 _LANG = rf"(?:(?i:{_alt(LANGUAGES)})\b(?: sign language)?|{_alt(ZH_LANGUAGES)})"
-_HOW_WELL = r"(?:(?:a little bit of|a little bit|a little|a bit of|a bit|some|basic|fluent|conversational|broken|native|decent|good)\s+)?"
+_HOW_WELL = (r"(?:(?:a little bit of|a little bit|a little|a bit of|a bit|some|basic|fluent|conversational|broken|native|decent|good)\s+"
+             r"|(?:一点点|一点儿?|一些|少量|简单的|流利的)\s*)?")
 #: A list of languages: "Polish, English and German", "French and a little Arabic", "普通话 and Hokkien".
 _WHERE = r"(?:\s+(?:at home|at work|with (?:my )?\w+|fluently|well|too|natively|as well))?"
 LANG_LIST = re.compile(rf"{_LANG}{_WHERE}(?:\s*(?:,\s*(?:and\s+|or\s+)?|\band\b|\bor\b|&|/|、|和|跟|以及)\s*{_HOW_WELL}{_LANG}"
@@ -42,10 +43,11 @@ TZ = re.compile(
     r"uk|london|beijing|china|tokyo|paris|sydney|singapore)(?: standard| daylight)? time)|"
     r"\b(?:PST|PDT|PT|MST|MDT|CST|CDT|EST|EDT|ET|GMT|BST|CET|CEST|EET|JST|KST|SGT|HKT|AEST|AEDT|ACST|ACDT|AWST|NZST|NZDT|IST|WIB|PHT|MSK|SAST|HST|AKST|UTC)\b|"
     r"\b[A-Z][a-z]+/[A-Z][A-Za-z_]+\b|东[一二三四五六七八九十]{1,2}区|西[一二三四五六七八九十]{1,2}区|"
-    r"北京时间|美东时间|美西时间|太平洋时间|东部时间|中部时间|格林尼治时间|日本时间")
+    r"北京时间|美东时间|美西时间|太平洋时间|东部时间|中部时间|格林尼治时间|(?:日本|新加坡|香港|台北|东京|首尔|伦敦|悉尼)时间")
 
 
-_ZH_ANY_LANG = rf"(?![和跟与及、])[{CJK}]{{1,5}}?(?:语|话)(?![{CJK}])"
+#: "会说英语和一点日语": a degree word before the name is no part of it.
+_ZH_ANY_LANG = rf"(?![和跟与及、]|一点|一些|点)[{CJK}]{{1,5}}?(?:语|话)(?![{CJK}])"
 
 
 def languages_in(text: str, *, loose: bool = False) -> tuple[str, ...] | None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from hmem.errors import InvalidInput
 from hmem.profile._clauses import CJK, CURRENT, STAY, Clause, allowed, negated
-from hmem.profile._lex_en import ANIMALS, CHILD_WORDS, DIET_LABELS, NOT_NAMES, PARTNER_WORDS
+from hmem.profile._lex_en import ANIMALS, CHILD_WORDS, DIET_LABELS, FAMILY_WORDS, NOT_NAMES, PARTNER_WORDS
 from hmem.profile._lex_zh import ZH_ANIMALS, ZH_CHILD_WORDS, ZH_DIET_LABELS, ZH_FAMILY_WORDS, ZH_PARTNER_WORDS
 from hmem.profile._values import Found, entity, fact, items, zh_name
 from hmem.profile._zh_self import zh_pred
@@ -31,12 +31,14 @@ def _alt(words: object) -> str:
     return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))  # type: ignore[call-overload]
 
 
-_EN_KINDS = rf"(?i:{_alt(PARTNER_WORDS | CHILD_WORDS | ANIMALS)})\b"
+#: English family words in a Chinese clause ("我有个 younger brother 叫 Kevin"); cousins, aunts, uncles are not family here.
+_EN_FAMILY = FAMILY_WORDS - {"aunt", "uncle", "cousin"}
+_EN_KINDS = rf"(?i:{_alt(PARTNER_WORDS | CHILD_WORDS | ANIMALS | _EN_FAMILY)})\b"
 _KINDS = rf"(?:{_alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_ANIMALS)}|{_EN_KINDS})"
 _COUNT = r"(?:一|两|二|三|四|几|\d+)?\s*(?:只|条|个|头|匹|位|对)?"
 #: "我女儿叫朵朵", "我老公 Mark 是英国人" (a Latin name right after the kind needs no 叫).
 _NAMED = r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s+(?=[A-Z][a-z])|\s*是\s*(?=[A-Z][a-z]+(?:$|[,，;\s])))(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
-_ADJ = r"(?:双胞胎|亲|大|小|二|老|一个)?"
+_ADJ = r"(?:双胞胎|亲|大|小|二|老|一个|(?i:(?:younger|older|elder|little|big|baby|twin)\s+))?"
 
 
 def _key(kind: str) -> str | None:
@@ -45,7 +47,7 @@ def _key(kind: str) -> str | None:
         return "partner"
     if kind in ZH_CHILD_WORDS or low in CHILD_WORDS:
         return "children"
-    if kind in ZH_FAMILY_WORDS:
+    if kind in ZH_FAMILY_WORDS or low in _EN_FAMILY:
         return "family"
     return "pets" if kind in ZH_ANIMALS or low in ANIMALS else None
 
@@ -150,6 +152,7 @@ def _refusals(pred: str) -> list[tuple[str, str, int]]:
     """(verb, food, where) of every "I don't eat X" in ``pred``; the emphatic forms read as 不吃."""
     found = [(m.group("neg"), m.group("f").strip(), m.start())
              for m in re.finditer(rf"(?P<neg>不吃|不喝|不能吃|不碰|忌(?!口))\s*{_FOOD}", pred)]
+    found += [("不喝", "酒", m.start()) for m in re.finditer(r"滴酒不沾|烟酒不沾", pred)]
     return found + [("不吃", m.group("f").strip(), m.start()) for rx in _EMPHATIC for m in rx.finditer(pred)]
 
 
@@ -163,10 +166,12 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     dish = m is not None and ((_DISH.match(p[m.end("l"):]) and not re.search(r"只(?:能)?吃\s*$", p[: m.start("l")]))
                               or re.search(r"(?:点|买|订|叫|吃|开)了\s*(?:一|几|两)?\s*(?:份|碗|个|家|盒|袋)?\s*$",
                                            p[: m.start("l")]))  # "点了一份清真牛肉面"
-    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]) and not dish and not _FOR_WHOM.search(p[: m.start("l")]):
+    if m and allowed(c, CURRENT) and not negated(p[: m.start("l")]) and not dish and not _FOR_WHOM.search(p[: m.start("l")]) \
+            and not re.search(r"[他她]", p[: m.start("l")]):  # "跟老公说了他吃素": his diet
         out.append(fact("diet", m.group("l").lower() if m.group("l").isascii() else m.group("l"), 0.85, c.text))
     for neg, food, where in _refusals(p):
         if food in _NOT_FOOD or re.search(r"(?:不是|并非|没有)\s*$", p[:where]) or "temporary" in c.guards \
+                or re.search(r"[他她]", p[:where]) \
                 or _WAS.search(c.text):
             continue
         if allergic and neg == "不能吃":
@@ -177,7 +182,7 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
                     rf"^(?:有(?![点些]))?\s*(?P<a>[{CJK}]{{1,6}}|[A-Za-z][A-Za-z ]{{1,20}}?)\s*过敏",
                     r"(?P<a>乳糖|麸质|lactose|gluten|果糖)\s*不耐受?"):
         m = re.search(pattern, p)
-        if not m or negated(p[: m.start("a")]) or re.search(r"不过敏|没有过敏", p):
+        if not m or negated(p[: m.start("a")]) or re.search(r"不过敏|没有过敏", p) or re.search(r"[他她]", p[: m.start("a")]):
             continue
         allergens = items(m.group("a").strip())
         if not allergens or any(re.search(r"[吃就都会有点也容易什么任何是]", a) for a in allergens):
@@ -187,8 +192,13 @@ def _diet_allergy(cs: Sequence[Clause], i: int) -> list[Found]:
     return out
 
 
-_LIKE = r"(?:喜欢上了|爱上了|喜欢|热爱|喜爱|迷上了|沉迷于?|爱(?![人上死你他她]))"
+_LIKE = r"(?:喜欢上了|爱上了|喜欢|热爱|喜爱|迷上了|沉迷于?|爱(?![人上死你他她好]))"
 _DISLIKE = r"(?:不喜欢|不太喜欢|不爱|讨厌|厌恶|受不了|反感)"
+
+
+def _items(text: str) -> tuple[str, ...] | None:
+    """The items of a taste; a doubled verb is said once ("练练书法" → 练书法, "逛逛街" → 逛街)."""
+    return items(re.sub(r"^([练看逛听玩跑聊写画弹唱种拍])\1(?=[" + CJK + "])", r"\1", text.strip()))
 
 
 def _tastes(cs: Sequence[Clause], i: int) -> list[Found]:
@@ -196,11 +206,11 @@ def _tastes(cs: Sequence[Clause], i: int) -> list[Found]:
     if not allowed(c, CURRENT):
         return []
     out: list[Found] = []
-    m = re.match(r"^我的?最喜欢的\s*(?P<k>[" + CJK + r"A-Za-z]{1,6}?)\s*(?:是|:)\s*(?P<v>[^,，]+)", c.bare)
+    m = re.match(r"^我的?最(?:喜欢|爱)的\s*(?P<k>[" + CJK + r"A-Za-z]{1,6}?)\s*(?:是|:)\s*(?P<v>[^,，]+)", c.bare)
     if m and (found := items(m.group("v"))):
         return [fact("likes", found, 0.8, c.text)]
-    m = re.match(r"^(?:我的)?(?:兴趣爱好|爱好|兴趣)(?:是|有|:)\s*(?P<v>[^,，;]+)", c.bare if c.subject == "my" else p)
-    if m and (found := items(m.group("v"))):
+    m = re.match(r"^(?:我的)?(?:兴趣爱好|爱好|兴趣)(?:就|主要|也)?(?:是|有|:)\s*(?P<v>[^,，;]+)", c.bare if c.subject == "my" else p)
+    if m and (found := _items(m.group("v"))):
         return [fact("likes", found, 0.8, c.text)]
     if c.subject not in ("self", "with") or not p:
         return out
@@ -213,7 +223,7 @@ def _tastes(cs: Sequence[Clause], i: int) -> list[Found]:
             continue
         if re.search(r"不再|已经不", p):
             break
-        found = items(re.sub(r"\s*的(?:味道|气味|口感|声音|感觉)$", "", m.group("v")))
+        found = _items(re.sub(r"\s*的(?:味道|气味|口感|声音|感觉)$", "", m.group("v")))
         if found:
             out.append(fact(key, found, 0.75, c.text))
         break

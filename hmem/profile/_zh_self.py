@@ -95,7 +95,8 @@ def _age(cs: Sequence[Clause], i: int) -> list[Found]:
     for pattern in (rf"^(?:今年|现在)?\s*(?:已经|刚满|刚好|正好|刚|满|已|才)?\s*{_NUM}\s*(?:岁|周岁)(?:了|啦)?(?:$|,|，|;)",
                     rf"^(?:今年|现在)\s*(?:已经|刚满|刚好|正好|刚|满|已|才)?\s*{_NUM}(?:了|啦)?$",
                     rf"^(?:已经|刚满|满)\s*{_NUM}(?:岁)?(?:了|啦)?$",
-                    r"^(?P<n>\d{2})\s*(?:岁)?(?:了|啦)$"):
+                    r"^(?P<n>\d{2})\s*(?:岁)?(?:了|啦)(?:$|(?=还|都|也|却))",
+                    rf"^(?:上个?月|上周|前几天|前天|昨天|今天)?\s*(?:刚|才)?\s*过完?了?\s*{_NUM}\s*(?:岁|周岁)的?生日"):
         m = re.match(pattern, p)
         if m and not negated(p[: m.start("n")]):
             n = zh_int(m.group("n"))
@@ -129,9 +130,9 @@ def _origin(cs: Sequence[Clause], i: int) -> list[Found]:
         return []
     out: list[Found] = []
     m = re.search(rf"^是\s*(?P<c>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)|^(?P<e>{_COUNTRY})\s*(?:人|籍|公民|华人|华裔)\s*"
-                  rf"(?:一枚|啊|哦|呀)?$|国籍(?:是|为)?\s*(?P<d>{_COUNTRY})", p)  # a bare "中国人一般…" speaks of people
+                  rf"(?:一枚|啊|哦|呀)?$|国籍(?:是|为)?\s*(?P<d>{_COUNTRY})|^是?\s*(?P<f>{_COUNTRY})\s*国籍(?:$|,|，)", p)  # a bare "中国人一般…" speaks of people
     if m and not negated(p[: m.start()]):
-        out.append(fact("nationality", m.group("c") or m.group("e") or m.group("d"), 0.85, c.text))
+        out.append(fact("nationality", m.group("c") or m.group("e") or m.group("d") or m.group("f"), 0.85, c.text))
     m = re.match(rf"^是\s*(?P<d>{_DEMONYM})(?![A-Za-z])", p)  # "我是 Malaysian Chinese"
     if m and not out:
         out.append(fact("nationality", DEMONYMS[m.group("d").lower()], 0.8, c.text))
@@ -187,7 +188,7 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         if not m or negated(p[: m.start("p")]):
             continue
         place = m.group("p").strip()
-        if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家", "院", "宿")) or _SPOT.search(place) \
+        if place in _NOT_PLACE or place.startswith(("一", "这", "那", "哪", "公司", "家", "院", "宿", "的")) or _SPOT.search(place) \
                 or (place.endswith("家") and not zh_is_place(place)) \
                 or re.match(r"[二两三四五六七八九十几半\d]", place) \
                 or TZ.fullmatch(place) \
@@ -228,13 +229,15 @@ def _languages(cs: Sequence[Clause], i: int) -> list[Found]:
     text = c.bare if c.subject == "my" else p
     m = re.search(r"(?:母语|native language|mother tongue|first language)\s*(?:是|:)\s*(?P<v>.+)$", text, re.I)
     if m is None and c.subject == "self":
-        m = re.match(r"^(?:会说|会讲|能说|能讲|会|能|说|讲)(?:一点点|一点|一些|流利的|一口流利的|点)?\s*(?P<v>.+)$", p)
+        m = re.match(r"^(?:会说|会讲|能说|能讲|会|能|说|讲)(?:一点点|一点|一些|流利的|一口流利的|点)?\s*(?P<v>.+)$", p) or \
+            re.match(r"^(?:在家|平时|在公司|上班)?\s*(?:跟|和|对)\s*[^,，说讲]{1,8}?\s*(?:都|也|一般|主要|只)?\s*(?:说|讲)\s*(?P<v>.+)$", p)
         if m is None:
             lang = re.match(rf"^(?P<v>.+?)\s*{_LANG_GOOD}", p)
             whole = lang and LANG_LIST.fullmatch(lang.group("v").strip())
             m = lang if whole and (c.pred != c.bare or i > 0) else None  # "我英语还行", "…，日语也还行"
     if m and not negated(text[: text.find(m.group("v"))]):
-        langs = languages_in(m.group("v"), loose=not m.group(0).startswith(m.group("v")))
+        told = re.match(r"(?:在家|平时|在公司|上班)?\s*(?:跟|和|对)", m.group(0))  # "跟他说了实话": only known names
+        langs = languages_in(m.group("v"), loose=not m.group(0).startswith(m.group("v")) and not told)
         if langs:
             return [fact("languages", langs, 0.85, c.text)]
     return []

@@ -32,7 +32,9 @@ _JOB = (rf"(?P<job>(?![做当干在是搞不没]|作为)(?:[A-Za-z]+\s)?(?:(?![�
 _JOB_END = r"(?=\s*(?:了|啦|呀|哈|哦|啊|吧|嘛|一枚|,|，|;|$|\s|工作|方面|这块|这一块|的(?:$|,|，)))"
 _QUANT = r"(?:一名|一个|一位|个|名|位|一枚)?"
 _GENERIC = re.compile(r"^(?:一家|一个|一所|一间|这家|那家|家|某|本地|当地|附近)|^(?:[大小]|私立|公立|国企|外企|私企|央企|"
-                      r"互联网|电商|创业|科技|教育|医疗|金融|咨询|广告|游戏|外贸|传统|本地|三甲|社区|市|县|区)*"
+                      r"互联网|电商|创业|科技|教育|医疗|金融|咨询|广告|游戏|外贸|传统|本地|三甲|社区|市|县|区|"
+                      r"宠物|儿童|妇幼|口腔|牙科|眼科|中医|民营|整形|美容|培训|装修|设计|物流|快递|律师|会计师|软件|网络|"
+                      r"贸易|服装|汽车|房产|地产|保险|投资|制药|医药|食品|化工|建筑|连锁|家族)*"
                       r"(?:公司|外企|企业|单位|学校|医院|银行|工厂|工作室|机构|部门|政府|机关|事业单位|店|厂|小学|中学)$|"
                       rf"^[{CJK}]?[企厂]$")  # 药企, 车企, 药厂
 _SCHOOL = re.compile(rf"^(?P<s>[{CJK}]{{2,12}}?(?:大学|学院|中学|小学|高中|学校)|清华|复旦|[{CJK}]{{1,4}}科(?:学)?院|[{CJK}]{{1,4}}大|[A-Z]{{2,6}}|"
@@ -81,6 +83,7 @@ def _job(raw: str) -> str:
 def _occupation(c: Clause, p: str) -> list[Found]:
     out: list[Found] = []
     p = re.sub(r"(?<![\d])\d0后|(?<![\d])\d5后", "", p)  # "一名95后幼儿园老师": the generation is no part of the job
+    p = re.sub(r"^是\s*退休(?:了)?的\s*", "是退休", p)  # "是退休的中学老师" → 退休中学老师
     m = re.match(rf"^(?:是|本人|我是)\s*{_QUANT}\s*{_JOB}{_JOB_END}", p) or \
         re.match(rf"^(?![做当干在是去来有从]){_JOB}\s*(?:一枚)?$", p)  # "程序员一枚"
     if m and not negated(p[: m.start("job")]) and not _SURNAME_TITLE.match(_job(m.group("job"))):
@@ -200,7 +203,8 @@ def _study(cs: Sequence[Clause], i: int, p: str) -> list[Found]:
                 out.append(fact("occupation", "学生", 0.75, c.text))
                 if what and what not in ("书", "大学", "本科", "高中", "初中", "的") and len(what) <= 8:
                     out.append(fact("major", what, 0.8, c.text))
-    m = re.search(r"专业(?:是|为)\s*(?P<m>[^,，的]{1,12}?)(?:专业)?(?:$|,|，)", c.bare if c.subject == "my" else p) or \
+    m = re.search(r"(?:专业|(?i:\bmajor\b))\s*(?:是|为)\s*(?P<m>[^,，的]{1,30}?)(?:专业)?(?:$|,|，)",
+                  c.bare if c.subject == "my" else p) or \
         re.search(r"(?:^|是)学\s*(?P<m>[^,，]{1,10}?)的$", p) or re.search(r"研究方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p) or (
         re.match(r"^方向(?:是|为)\s*(?P<m>[^,，]{1,16})", p or c.bare) if re.search(r"读|研究生|博士|硕士|学生", c.sentence)
         else None)

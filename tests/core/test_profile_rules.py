@@ -520,3 +520,37 @@ def test_round_two_guards_and_values(text: str, expected: dict[str, Any]) -> Non
 )
 def test_round_three_guards_and_values(text: str, expected: dict[str, Any]) -> None:
     assert _profile(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Chinese: guards (questions without 吗, someone introduced, role-play, talking to someone, a stay)
+        ("在杭州上班压力大不大", {}),
+        ("养柯基好养不", {}),
+        ("有个朋友对猫过敏", {}),
+        ("模拟面试：你好，我叫张三，是一名Java工程师", {}),
+        ("我跟我老公说了好几次他不吃香菜", {"partner": "老公"}),
+        ("我跟他说了实话", {}),
+        ("这几天借住在表姐家，在广州", {}),
+        ("我住的小区有好多柯基", {}),
+        ("我是兽医，在宠物医院上班", {"occupation": "兽医"}),
+        # Chinese and code-switched: values
+        ("我是自由翻译，接日语的活", {"occupation": "自由翻译"}),
+        ("我是退休的护士", {"occupation": "退休护士"}),
+        ("我会说英语和一点日语", {"languages": ["英语", "日语"]}),
+        ("我在家跟奶奶讲客家话", {"languages": ["客家话"]}),
+        ("我的爱好就是打游戏", {"likes": ["打游戏"]}),
+        ("我的爱好是逛逛街", {"likes": ["逛街"]}),
+        ("我最爱的水果是榴莲", {"likes": ["榴莲"]}),
+        ("我是荷兰国籍", {"nationality": "荷兰"}),
+        ("上个月刚过完40岁生日", {"age": 40}),
+        ("我35了还在租房", {"age": 35}),
+        ("我平时烟酒不沾", {"diet": ["不喝酒"]}),
+        ("我这边用的是香港时间", {"timezone": "香港时间"}),
+        ("我 major 是 finance", {"major": "finance"}),
+        ("我有个 older sister 叫 Grace", {"family": ["sister: Grace"]}),
+    ],
+)
+def test_round_five_guards_and_values(text: str, expected: dict[str, Any]) -> None:
+    assert _profile(text) == expected
