@@ -7,8 +7,9 @@ assemble, forward, store the reply); the proxy is a real uvicorn on loopback. Ea
 round sends a new user turn both ways (direct first, then through the proxy) with an
 ``httpx.Client``; p50/p95 over the rounds. Filler items get seeded vectors
 (see ``bench_memory.BenchEmbedder``); every query is embedded by the real model.
-``--pause-ms`` waits between rounds, as a user reads and types: the proxy stores each
-reply after the answer went out, and back to back the next round waits for that write.
+``--pause-ms`` waits between rounds, as a user reads and types: the proxy appends both
+turns and queues their archiving on the Memory's worker, which runs in that pause (back
+to back, it competes with the next round for the CPU).
 
     .venv/bin/python bench/bench_proxy.py                     # 10k items, 200 rounds
     .venv/bin/python bench/bench_proxy.py --items 1000 --rounds 50
@@ -54,9 +55,6 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=200, help="requests each way")
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first")
     parser.add_argument("--pause-ms", type=float, default=0.0, help="unmeasured pause after each round")
-    parser.add_argument("--compare-deferred", action="store_true",
-                        help="also a proxy with defer_reply_store=True (reply stored after the answer), "
-                             "same memory, own session, interleaved round by round")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a Settings override, e.g. extraction=background (repeatable)")
     args = parser.parse_args()
@@ -76,13 +74,9 @@ def main() -> int:
             emb.fake = False
             print(f"filled {parts.longterm.count(USER):,} items in {fill_s:.0f} s")
             upstream.respond_with(lambda request: upstream_reply(rng))
-            variants = {"through the hmem proxy": False}
-            if args.compare_deferred:
-                variants["through the proxy, reply stored after the answer (--defer-reply-store)"] = True
             with contextlib.ExitStack() as stack:
-                urls = {name: stack.enter_context(serve_in_thread(create_app(memory, settings, proxy=ProxyOptions(
-                    upstream=upstream.base_url, defer_reply_store=defer)))) + "/v1"
-                    for name, defer in variants.items()}
+                app = create_app(memory, settings, proxy=ProxyOptions(upstream=upstream.base_url))
+                urls = {"through the hmem proxy": stack.enter_context(serve_in_thread(app)) + "/v1"}
                 http = stack.enter_context(httpx.Client(timeout=60))
                 direct, proxied = run(http, upstream.base_url, urls, args.rounds, args.warmup, rng=rng,
                                       pause_s=args.pause_ms / 1000)

@@ -85,6 +85,19 @@ class MemoryOptions:
     archive_turns: Literal["on_evict", "on_add"] = "on_add"
     extraction: Literal["foreground", "background"] = "foreground"
 
+    def extraction_for(self, asked: object) -> Literal["foreground", "background"]:
+        """Where one ``add()`` runs its pipeline: ``asked`` (checked), else :attr:`extraction`.
+
+        >>> MemoryOptions().extraction_for(None), MemoryOptions().extraction_for("background")
+        ('foreground', 'background')
+        """
+        if asked is None:
+            return self.extraction
+        if asked not in ("foreground", "background"):
+            raise InvalidInput(f"extraction must be 'foreground', 'background' or None (this Memory's setting, "
+                               f"{self.extraction!r}), got {asked!r}", field="extraction")
+        return "background" if asked == "background" else "foreground"
+
     def __post_init__(self) -> None:
         if self.reply_reserve < 0 or (self.recall_k is not None and self.recall_k < 0):
             raise InvalidInput("reply_reserve and recall_k must not be negative", field="options")

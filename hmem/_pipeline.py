@@ -39,7 +39,11 @@ if TYPE_CHECKING:
     from hmem.protocols import Embedder, Tokenizer
     from hmem.session.compaction import CompactionResult
 
-__all__ = ["AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
+__all__ = ["MAX_BACKLOG", "AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
+
+#: Background pipeline jobs an ``add()`` may leave queued; past this many it waits for
+#: room, so a worker that cannot keep up slows its callers instead of queueing without end.
+MAX_BACKLOG = 256
 
 #: What the foreground pipeline did (all empty when it runs in the background).
 Outcome: TypeAlias = (
@@ -50,18 +54,21 @@ Outcome: TypeAlias = (
 class AfterAppend:
     """The pipeline after an append (see the module doc); holds no state of its own."""
 
-    def __init__(self, parts: MemoryParts, worker: SerialWorker) -> None:
+    def __init__(self, parts: MemoryParts, worker: SerialWorker, *, max_backlog: int = MAX_BACKLOG) -> None:
         self._parts = parts
         self._worker = worker
+        self._max_backlog = max_backlog
 
-    def run(self, user: str, session: str, batch: list[Message]) -> Outcome:
-        """Run (or queue) the pipeline for ``batch``, which was just appended."""
+    def run(self, user: str, session: str, batch: list[Message], extraction: str | None = None) -> Outcome:
+        """Run (or queue, when ``extraction`` — default the options' — is ``"background"``)
+        the pipeline for ``batch``, which was just appended."""
         options = self._parts.options
         previous = None
         if options.archive_turns == "on_add" and batch:
             # Found now, right after the append: later appends must not shift it.
             previous = self._message_before(user, session, batch[0].id, len(batch))
-        if options.extraction == "background":
+        if (extraction or options.extraction) == "background":
+            self._worker.wait_below(self._max_backlog)  # a worker that falls behind slows its producers
             self._worker.submit(partial(self._steps, user, session, batch, previous))
             return None, (), None, None
         return self._steps(user, session, batch, previous)

@@ -96,8 +96,7 @@ class SerialWorker:
             finally:
                 with self._idle:
                     self._pending -= 1
-                    if self._pending == 0:
-                        self._idle.notify_all()
+                    self._idle.notify_all()  # flush() and wait_below() waiters check their own limit
 
     @property
     def pending(self) -> int:
@@ -107,9 +106,17 @@ class SerialWorker:
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every submitted job has run; False if ``timeout`` passed first."""
+        return self.wait_below(1, timeout)
+
+    def wait_below(self, limit: int, timeout: float | None = None) -> bool:
+        """Wait until fewer than ``limit`` jobs are pending (a producer's back-pressure);
+        False if ``timeout`` passed first. Returns at once on the worker's own thread,
+        whose waiting would never end."""
+        if threading.current_thread() is self._thread:
+            return self._pending < limit
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
-            while self._pending:
+            while self._pending >= limit:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False

@@ -123,8 +123,9 @@ class AsyncMemory:
         """Like :meth:`Memory.from_settings`."""
         return cls(Memory.from_settings(settings, embedder=embedder, llm=llm, vectors=vectors))
 
-    async def add(self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]]) -> AddResult:
-        return await _run(self._sync.add, user_id, session_id, messages)
+    async def add(self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]], *,
+                  extraction: Literal["foreground", "background"] | None = None) -> AddResult:
+        return await _run(self._sync.add, user_id, session_id, messages, extraction=extraction)
 
     async def context(
         self,

@@ -128,14 +128,17 @@ class Memory:
 
     # -- the pipeline -----------------------------------------------------------------
 
-    def add(self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]]) -> AddResult:
+    def add(self, user_id: str, session_id: str, messages: Iterable[Message | Mapping[str, Any]], *,
+            extraction: Literal["foreground", "background"] | None = None) -> AddResult:
         """Append messages to a session, then run the pipeline: extract profile facts
         and long-term facts from user turns, compact the buffer (summary + archive).
 
         The append is atomic and acknowledged before anything else runs; a failure in
-        a later step is logged and re-raised, and loses no message.
-        """
+        a later step is logged and re-raised, and loses no message. ``extraction``
+        overrides ``options.extraction`` for this call (``"background"``: return once
+        the messages are stored, queue the rest; the chat proxy stores turns so)."""
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
+        where = self.options.extraction_for(extraction)
         batch = coerce_messages(messages, now=utcnow())  # a created_at far ahead would win recency forever
         if any(m.id == SYSTEM_PROMPT_ID for m in batch):
             raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="id")
@@ -144,7 +147,7 @@ class Memory:
         self._longterm.check_vectors(user, write=True)
         version = self._sessions.append(user, session, batch)
         try:
-            profile_result, facts, fact_report, compaction = self._after_append.run(user, session, batch)
+            profile_result, facts, fact_report, compaction = self._after_append.run(user, session, batch, where)
         except Exception as exc:
             log.warning("add(%r, %r): the messages are stored (version %d) but a later step failed: %s: %s",
                         user, session, version, type(exc).__name__, exc)
@@ -268,8 +271,7 @@ class Memory:
         before: When | None = None,
         all: bool = False,
     ) -> int:
-        """Delete long-term items by id and/or filter (ANDed) or ``all=True``; returns
-        how many were deleted."""
+        """Delete long-term items by id and/or filter (ANDed) or ``all=True``; returns how many."""
         return self._longterm.forget(user_id, ids, kinds=kinds, session_id=session_id, before=before, all=all)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
@@ -305,8 +307,7 @@ class Memory:
     def history(self, user_id: str, session_id: str, last_n: int | None = None) -> list[Message]:
         """The session's buffered messages (older ones live in the summary and the
         long-term archive), oldest first."""
-        state = self._sessions.load(check_id(user_id, "user_id"), check_id(session_id, "session_id"), last_n)
-        return list(state.messages)
+        return list(self._sessions.load(check_id(user_id, "user_id"), check_id(session_id, "session_id"), last_n).messages)
 
     def summary(self, user_id: str, session_id: str) -> SessionSummary | None:
         """The session's rolling summary (what compaction folded out of the buffer), or None."""

@@ -73,9 +73,6 @@ def add_server_arguments(p: argparse.ArgumentParser, *, upstream_required: bool)
                    help="environment variable holding the upstream API key (default: HMEM_UPSTREAM_API_KEY)")
     p.add_argument("--upstream-timeout", type=float, default=120.0, metavar="SECONDS",
                    help="upstream request timeout (default: 120)")
-    p.add_argument("--defer-reply-store", action="store_true",
-                   help="store the proxied assistant reply after the answer went out (saves one add per answer; "
-                        "only for one instance per session: a crash in between loses that reply)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8080, help="port to bind (default: 8080)")
     p.add_argument("--data", metavar="DIR", default=None,
@@ -108,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     upstream = None
     if args.upstream:
         upstream = ProxyOptions(upstream=args.upstream, api_key=os.environ.get(args.upstream_key_env) or None,
-                                timeout_s=args.upstream_timeout, defer_reply_store=args.defer_reply_store)
+                                timeout_s=args.upstream_timeout)
         if upstream.api_key is None:
             log.warning("no upstream key in $%s: callers must send X-Upstream-Key (or the upstream needs none)",
                         args.upstream_key_env)

@@ -11,17 +11,21 @@ An application changes only its ``base_url``. For each request the proxy
 4. forwards every other field unchanged to ``{upstream}/chat/completions`` with the
    caller's ``X-Upstream-Key`` or the configured key;
 5. returns the answer (streamed chunk by chunk with ``stream=true``) and stores the
-   assistant reply, tool calls included, once it is complete: by default after the
-   answer went out (:mod:`hmem.server._proxy_store`), so the caller does not wait for
-   it; the session's next request waits for it instead, so history keeps its order.
+   assistant reply, tool calls included, once it is complete and before the answer (or
+   its stream's ``[DONE]``) goes out.
+
+Both writes are appends (``Memory.add(..., extraction="background")``): the turn is
+durable when the request goes on, and what follows an append (archiving and embedding,
+profile and fact extraction, compaction) runs on the Memory's worker, in order, while
+the upstream answers. A turn whose queued work a crash lost stays in its session and is
+archived when compaction evicts it; its profile and fact extraction is not re-run.
 
 Upstream failures come back with the upstream's status (a timeout as 504, an
 unreachable upstream as 502) in hmem's error shape; a stream that breaks off ends
 with an ``error`` event and stores no reply. ``X-Hmem-Budget`` carries the context's
 tokens per tier; ``Server-Timing`` says where the request's time went (``parse`` the
-body, ``wait`` for the session's previous reply write, ``store`` the turn, ``context``,
-``upstream`` until its answer or its stream's headers, ``reply`` to hand the answer to
-the writer); the upstream's ``usage`` passes through untouched.
+body, ``store`` the turn, ``context``, ``upstream`` until its answer or its stream's
+headers, ``reply`` to store the answer); the upstream's ``usage`` passes through untouched.
 
 Example::
 
@@ -45,9 +49,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from hmem.aio import AsyncMemory
-from hmem.errors import ConfigError, InvalidInput
+from hmem.errors import ConfigError, DuplicateId, InvalidInput
 from hmem.memory import Memory
-from hmem.server._proxy_store import ReplyWriter, store_once
 from hmem.server._proxy_turns import StreamedReply, budget_header, new_turn, reply_message, system_prompt_of
 from hmem.server.auth import KeyRing, _bearer, authenticate
 from hmem.server.errors import error_response
@@ -60,26 +63,18 @@ DEFAULT_SESSION = "default"
 SESSION_HEADER = "X-Hmem-Session"
 BUDGET_HEADER = "X-Hmem-Budget"
 UPSTREAM_KEY_HEADER = "X-Upstream-Key"
-_SPANS = ("parse", "wait", "store", "context", "upstream", "reply")  # Server-Timing, in order
+_SPANS = ("parse", "store", "context", "upstream", "reply")  # Server-Timing, in order
 
 
 @dataclass(frozen=True)
 class ProxyOptions:
     """Where the proxy forwards to: ``upstream`` is an OpenAI-compatible base URL
-    (``…/v1``); ``api_key`` is used when the caller sends no ``X-Upstream-Key``.
-
-    ``defer_reply_store``: store the assistant reply after the answer is sent, saving
-    about one ``add()`` per answer (the next request of the session waits for it in this
-    process). Off by default: an answered reply is then stored before the answer goes
-    out, so a crash cannot lose it and several hmem instances serving one session (e.g.
-    round-robin over a shared Redis) keep its order. Turn it on for one instance per
-    session when latency matters more (``hmem serve --defer-reply-store``)."""
+    (``…/v1``); ``api_key`` is used when the caller sends no ``X-Upstream-Key``."""
 
     upstream: str
     api_key: str | None = None
     timeout_s: float = 120.0
     connect_timeout_s: float = 10.0
-    defer_reply_store: bool = False
 
     def __post_init__(self) -> None:
         if not self.upstream.startswith(("http://", "https://")):
@@ -89,25 +84,11 @@ class ProxyOptions:
             raise ConfigError("proxy timeouts must be positive")
 
 
-class _Resources:
-    """What the route holds beyond a request: the upstream client and the reply writer."""
-
-    def __init__(self, upstream: _Upstream, writer: ReplyWriter) -> None:
-        self.upstream = upstream
-        self.writer = writer
-
-    async def aclose(self) -> None:
-        """Finish the pending reply writes, then close the upstream client."""
-        await self.writer.aclose()
-        await self.upstream.aclose()
-
-
-def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) -> tuple[APIRouter, _Resources]:
-    """The ``/v1/chat/completions`` route and what it holds (``aclose()`` it on shutdown:
-    pending reply writes finish, the upstream client closes)."""
+def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) -> tuple[APIRouter, _Upstream]:
+    """The ``/v1/chat/completions`` route and its upstream client (``aclose()`` it on
+    shutdown; the Memory's ``close()`` finishes the queued work of the stored turns)."""
     amem = AsyncMemory(memory)
     upstream = _Upstream(options)
-    writer = ReplyWriter(amem)
     r = APIRouter(tags=["proxy"])
 
     @r.post("/v1/chat/completions", response_model=None)
@@ -127,8 +108,6 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         turn = new_turn(messages, session)  # type: ignore[arg-type]  # new_turn checks the shape
         reserve = _reply_reserve(body)  # checked before anything is stored
         marks = [time.perf_counter()]
-        await writer.settled(user, session)  # the previous reply first: history keeps its order
-        marks.append(time.perf_counter())
         await store_once(amem, user, session, turn)
         marks.append(time.perf_counter())
         ctx = await amem.context(user, session, model=_model(body), reply_reserve=reserve,
@@ -140,10 +119,7 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         reply_id = f"{turn[-1]['id']}-reply"
 
         async def keep(message: dict[str, Any]) -> None:
-            if options.defer_reply_store:
-                writer.schedule(user, session, message)
-            else:
-                await store_once(amem, user, session, [message])
+            await store_once(amem, user, session, [message])
 
         def timed(response: Response) -> Response:
             marks.append(time.perf_counter())
@@ -162,7 +138,20 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
             await keep(message)
         return timed(JSONResponse(answer, headers=headers))
 
-    return r, _Resources(upstream, writer)
+    return r, upstream
+
+
+async def store_once(amem: AsyncMemory, user: str, session: str, messages: list[dict[str, Any]]) -> None:
+    """Append ``messages`` (their pipeline queued: see the module doc); ids already
+    stored (a retry) are skipped one by one."""
+    try:
+        await amem.add(user, session, messages, extraction="background")
+    except DuplicateId:
+        for m in messages:
+            try:
+                await amem.add(user, session, [m], extraction="background")
+            except DuplicateId:
+                continue
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -279,9 +268,8 @@ class _Upstream:
 
 
 async def _relay(response: httpx.Response, store: Any, reply_id: str) -> AsyncIterator[bytes]:
-    """Pass events through as they arrive; hand the reply to ``store`` just before
-    ``[DONE]`` (it schedules the write, or stores it when writes are not deferred), so
-    the client's next request sees it; a broken stream ends with an error event."""
+    """Pass events through as they arrive; ``store`` the reply just before ``[DONE]``,
+    so the client's next request sees it; a broken stream ends with an error event."""
     reply = StreamedReply()
     event: list[str] = []
     problem = "the upstream closed the stream before it finished"

@@ -3,7 +3,10 @@ extracts the profile on the worker; flush() waits for it; nothing is lost. Extra
 and compaction share the Memory's one worker thread; repeated compaction requests for
 a session waiting in its queue coalesce into one run.
 
-Bad input tried: a job submitted to a closed worker (InvalidInput, nothing runs).
+One add() can choose where its pipeline runs; a full backlog makes background adds wait.
+
+Bad input tried: a job submitted to a closed worker (InvalidInput, nothing runs); a
+per-call ``extraction`` of "later", "", True or 1 (InvalidInput, nothing stored).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from hmem._pipeline import AfterAppend
 from hmem._worker import SerialWorker
 from hmem.build import build_parts
 from hmem.config import Settings
@@ -25,6 +29,7 @@ from hmem.errors import InvalidInput
 from hmem.memory import Memory
 from hmem.session.compaction import CompactionResult, Compactor
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
+from hmem.types import Message
 
 pytestmark = pytest.mark.slow
 
@@ -167,3 +172,64 @@ def test_a_failing_job_is_kept_and_does_not_stop_later_jobs() -> None:
     assert worker.flush(5)
     assert ran == [2] and isinstance(worker.errors[0], RuntimeError)
     worker.close()
+
+
+def test_wait_below_holds_a_producer_until_the_worker_has_room() -> None:
+    worker = SerialWorker(name="t")
+    gate = threading.Event()
+    worker.submit(gate.wait)
+    worker.submit(lambda: None)
+    assert worker.pending == 2
+    assert worker.wait_below(2, timeout=0.05) is False  # still two queued
+    assert worker.wait_below(3, timeout=0.05) is True
+    gate.set()
+    assert worker.wait_below(1, timeout=5) and worker.pending == 0
+    worker.close()
+
+
+def test_one_add_can_choose_background_or_foreground_and_a_bad_choice_stores_nothing(tmp_path: Path) -> None:
+    """The per-call ``extraction`` overrides the Memory's setting both ways. Bad input
+    tried: "later", "", True and 1 (InvalidInput naming the field; the session stays empty)."""
+    mem = Memory.open(tmp_path, vectors="memory", compaction="off")
+    try:
+        for bad in ("later", "", True, 1):
+            with pytest.raises(InvalidInput, match="extraction must be") as caught:
+                mem.add("u1", "s1", [{"role": "user", "content": "I keep bees"}], extraction=bad)  # type: ignore[arg-type]
+            assert caught.value.field == "extraction"
+        assert mem.history("u1", "s1") == [] and mem.items("u1") == []
+        queued = mem.add("u1", "s1", [{"role": "user", "content": "I keep bees", "id": "b1"}], extraction="background")
+        assert queued.profile is None and queued.fact_report is None  # queued: the foreground reports both
+        assert [m.id for m in mem.history("u1", "s1")] == ["b1"]
+        assert mem.flush(30)
+        assert [it.source_message_id for it in mem.items("u1", kinds="turn")] == ["b1"]
+    finally:
+        mem.close()
+    mem = Memory.open(tmp_path / "bg", vectors="memory", compaction="off", extraction="background")
+    try:
+        done = mem.add("u1", "s1", [{"role": "user", "content": "I live in Leeds", "id": "f1"}], extraction="foreground")
+        location = mem.profile.get("u1", "location")
+        assert done.profile is not None and location is not None and location.value == "Leeds"
+        assert [it.source_message_id for it in mem.items("u1", kinds="turn")] == ["f1"]  # archived before add returned
+    finally:
+        mem.close()
+
+
+def test_a_full_backlog_makes_the_next_background_add_wait(tmp_path: Path) -> None:
+    parts = build_parts(Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", compaction="off"))
+    worker = SerialWorker(name="t")
+    pipeline = AfterAppend(parts, worker, max_backlog=2)
+    gate = threading.Event()
+    worker.submit(gate.wait)
+    msg = Message(role="user", content="hello", id="m1")
+    parts.sessions.append("u1", "s1", [msg])
+    pipeline.run("u1", "s1", [msg], "background")  # pending 2: room was there
+    blocked = threading.Thread(target=pipeline.run, args=("u1", "s1", [msg], "background"))
+    blocked.start()
+    blocked.join(0.3)
+    assert blocked.is_alive() and worker.pending == 2  # waits for room, queued nothing yet
+    gate.set()
+    blocked.join(10)
+    assert not blocked.is_alive() and worker.flush(30)
+    worker.close()
+    for close in parts.on_close:
+        close()

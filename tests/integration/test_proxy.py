@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,17 +43,13 @@ def client(base_url: str, key: str = ALICE_KEY, session: str = "s1", **kw: Any) 
     return openai.OpenAI(base_url=base_url, api_key=key, default_headers={"X-Hmem-Session": session}, **kw)
 
 
-def history(memory: Memory, user: str = "alice", session: str = "s1", *, length: int = 0) -> list[Message]:
-    """The session's history, once it holds ``length`` messages (up to 30 s): the proxy
-    stores the assistant reply after the answer went out."""
-    deadline = time.monotonic() + 30
-    while len(found := memory.history(user, session)) < length and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return found
+def history(memory: Memory, user: str = "alice", session: str = "s1") -> list[Message]:
+    """The session's history: both turns are stored before the answer comes back."""
+    return memory.history(user, session)
 
 
-def roles(memory: Memory, user: str = "alice", session: str = "s1", *, length: int = 0) -> list[tuple[str, str | None]]:
-    return [(m.role, m.content) for m in history(memory, user, session, length=length)]
+def roles(memory: Memory, user: str = "alice", session: str = "s1") -> list[tuple[str, str | None]]:
+    return [(m.role, m.content) for m in history(memory, user, session)]
 
 
 def test_non_streaming_stores_both_turns_and_sends_the_assembled_context(tmp_path: Path) -> None:
@@ -69,7 +64,7 @@ def test_non_streaming_stores_both_turns_and_sends_the_assembled_context(tmp_pat
         assert first.usage is not None and (first.usage.prompt_tokens, first.usage.completion_tokens) == (42, 4)
         header = raw.headers["x-hmem-budget"]
         spans = [part.strip().split(";dur=") for part in raw.headers["server-timing"].split(",")]
-        assert [name for name, _ in spans] == ["parse", "wait", "store", "context", "upstream", "reply"]
+        assert [name for name, _ in spans] == ["parse", "store", "context", "upstream", "reply"]
         assert all(float(ms) >= 0 for _, ms in spans)
         assert header.startswith(f"budget={128_000 - 5000} ") and "current_turn=" in header and "system=" in header
         sent = upstream.completion_requests[-1]
@@ -81,7 +76,7 @@ def test_non_streaming_stores_both_turns_and_sends_the_assembled_context(tmp_pat
             {"role": "system", "content": "Be brief."}, {"role": "user", "content": "I'm allergic to peanuts."},
             {"role": "assistant", "content": "Noted, no peanuts."}, {"role": "user", "content": "Dinner idea?"}])
         assert second.choices[0].message.content == "Try a lentil curry."
-        assert roles(memory, length=4) == [("user", "I'm allergic to peanuts."), ("assistant", "Noted, no peanuts."),
+        assert roles(memory) == [("user", "I'm allergic to peanuts."), ("assistant", "Noted, no peanuts."),
                                  ("user", "Dinner idea?"), ("assistant", "Try a lentil curry.")]
         contents = [m["content"] for m in upstream.completion_requests[-1].body["messages"]]
         assert any("peanuts" in (c or "") for c in contents[1:])  # memory reached the upstream
@@ -98,7 +93,7 @@ def test_sync_streaming_relays_chunks_and_stores_the_reply_with_usage(tmp_path: 
         assert text == "Berlin is sunny today"
         assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) == 4  # chunk by chunk
         assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens == 11
-        assert roles(memory, length=2) == [("user", "Weather?"), ("assistant", "Berlin is sunny today")]
+        assert roles(memory) == [("user", "Weather?"), ("assistant", "Berlin is sunny today")]
 
 
 def test_async_streaming_tool_calls_then_tool_results(tmp_path: Path) -> None:
@@ -125,7 +120,7 @@ def test_async_streaming_tool_calls_then_tool_results(tmp_path: Path) -> None:
         calls, final = asyncio.run(run(url))
         assert calls == [{"id": "call_w1", "args": '{"city": "Berlin"}'}]
         assert final == "It is 22 C and sunny in Berlin."
-        stored = history(memory, length=4)
+        stored = history(memory)
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
         assert stored[1].tool_calls and (stored[1].tool_calls[0].id, stored[1].tool_calls[0].arguments) == (
             "call_w1", '{"city": "Berlin"}')
@@ -145,31 +140,20 @@ def test_async_non_streaming_tool_call_reply_is_stored(tmp_path: Path) -> None:
         upstream.reply("", tool_calls=[WEATHER_CALL])
         answer = asyncio.run(run(url))
         assert answer.choices[0].message.tool_calls[0].function.name == "get_weather"
-        stored = history(memory, session="default", length=2)  # no X-Hmem-Session: the documented default
+        stored = history(memory, session="default")  # no X-Hmem-Session: the documented default
         assert stored[-1].role == "assistant" and stored[-1].tool_calls[0].name == "get_weather"
 
 
-def test_reply_store_by_default_is_done_before_the_answer(tmp_path: Path) -> None:
-    """The default (durable, several instances per session): no waiting needed."""
+def test_reply_is_stored_before_the_answer_and_its_pipeline_runs_after(tmp_path: Path) -> None:
+    """The reply is in the session when the answer arrives (durable, several instances per
+    session); archiving both turns is queued work, done once the Memory's worker caught up."""
     with proxy(tmp_path) as (url, memory, upstream):
         upstream.reply("Stored first.")
         client(url).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "now?"}])
         assert roles(memory) == [("user", "now?"), ("assistant", "Stored first.")]
-
-
-def test_deferred_reply_store_keeps_the_sessions_order(tmp_path: Path) -> None:
-    """``defer_reply_store=True``: the reply is written after the answer, and the session's
-    next turn is stored after it, streaming or not."""
-    with proxy(tmp_path, defer_reply_store=True) as (url, memory, upstream):
-        upstream.reply("First answer.").reply("Second answer.")
-        oai = client(url)
-        oai.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "one?"}])
-        for _ in oai.chat.completions.create(model=MODEL, stream=True, messages=[
-                {"role": "user", "content": "one?"}, {"role": "assistant", "content": "First answer."},
-                {"role": "user", "content": "two?"}]):
-            pass
-        assert roles(memory, length=4) == [("user", "one?"), ("assistant", "First answer."), ("user", "two?"),
-                                           ("assistant", "Second answer.")]
+        assert memory.flush(30)
+        archived = memory.items("alice", session_id="s1", kinds="turn")
+        assert sorted(item.text for item in archived) == ["Stored first.", "now?"]
 
 
 def test_upstream_500_comes_back_as_500_and_retries_store_the_turn_once(tmp_path: Path) -> None:
@@ -185,7 +169,7 @@ def test_upstream_500_comes_back_as_500_and_retries_store_the_turn_once(tmp_path
         assert roles(memory) == [("user", "hello?")]
         upstream.reply("hi!")  # the user retries later: still one user turn
         oai.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hello?"}])
-        assert roles(memory, length=2) == [("user", "hello?"), ("assistant", "hi!")]
+        assert roles(memory) == [("user", "hello?"), ("assistant", "hi!")]
 
 
 def test_upstream_timeout_is_504_in_hmems_error_shape(tmp_path: Path) -> None:
@@ -225,7 +209,7 @@ def test_user_rules_match_the_rest_api(tmp_path: Path) -> None:
         assert upstream.completion_requests == [] and memory.history("bob", "s1") == []
         upstream.reply("ok")
         client(url, key=ADMIN_KEY).chat.completions.create(model=MODEL, messages=messages, user="bob")
-        assert roles(memory, user="bob", length=2) == [("user", "secret"), ("assistant", "ok")]
+        assert roles(memory, user="bob") == [("user", "secret"), ("assistant", "ok")]
         assert memory.history("alice", "s1") == []
 
 
@@ -270,7 +254,7 @@ def test_readme_snippet_openai_base_url(tmp_path: Path) -> None:
         scope: dict[str, Any] = {}
         exec(snippet, scope)  # our own README text
         assert scope["reply"].choices[0].message.content == "Hello Alice!"
-        assert roles(memory, session="chat-1", length=2) == [("user", "Hi, I'm Alice."),
+        assert roles(memory, session="chat-1") == [("user", "Hi, I'm Alice."),
                                                              ("assistant", "Hello Alice!")]
 
 
