@@ -62,7 +62,8 @@ class MemoryOptions:
 
     ``extraction``: ``"background"`` runs everything after the append (archiving,
     profile and fact extraction — an LLM call when one is configured — and
-    compaction) in order on the Memory's one :class:`~hmem._worker.SerialWorker`, so
+    compaction) on the Memory's :class:`~hmem._worker.SerialWorker` — one user's work in
+    order, other users' beside it — so
     ``add()`` returns once the messages are durably stored; :meth:`Memory.flush` waits
     for it. ``AddResult.profile``/``facts``/``compaction`` are then empty.
     ``compaction="background"`` queues only the compaction on that worker (one queued

@@ -4,9 +4,10 @@ archive the turns, extract profile updates and facts from the user turns, compac
 The turns and the extracted facts are written together
 (:meth:`~hmem.longterm.store.LongTermStore.ingest`: one embedding call per add).
 All of it runs on the caller's thread, or — with ``extraction="background"`` — as one
-job on the Memory's single :class:`~hmem._worker.SerialWorker`, in submission order.
-``compaction="background"`` submits just the compaction to that same worker, keyed by
-session so repeated requests for a session waiting in the queue coalesce into one run.
+job on the Memory's :class:`~hmem._worker.SerialWorker`, in the user's lane: one user's
+jobs in submission order, other users' beside them.
+``compaction="background"`` submits just the compaction to that same worker (the user's
+lane), keyed by session so repeated requests for a session waiting in the queue coalesce into one run.
 
 Extraction reports itself: ``AddResult.profile`` (:class:`AppliedUpdates`) and
 ``AddResult.fact_report`` (:class:`~hmem.longterm.facts.FactReport`) each carry the method
@@ -39,7 +40,11 @@ if TYPE_CHECKING:
     from hmem.protocols import Embedder, Tokenizer
     from hmem.session.compaction import CompactionResult
 
-__all__ = ["MAX_BACKLOG", "AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
+__all__ = ["MAX_BACKLOG", "WORKER_LANES", "AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
+
+#: Threads of the Memory's background worker: one user's jobs keep their order on one of
+#: them, other users' run on the others (so their embedding calls can share a model batch).
+WORKER_LANES = 4
 
 #: Background pipeline jobs an ``add()`` may leave queued; past this many it waits for
 #: room, so a worker that cannot keep up slows its callers instead of queueing without end.
@@ -69,7 +74,7 @@ class AfterAppend:
             previous = self._message_before(user, session, batch[0].id, len(batch))
         if (extraction or options.extraction) == "background":
             self._worker.wait_below(self._max_backlog)  # a worker that falls behind slows its producers
-            self._worker.submit(partial(self._steps, user, session, batch, previous))
+            self._worker.submit(partial(self._steps, user, session, batch, previous), lane=user)
             return None, (), None, None
         return self._steps(user, session, batch, previous)
 
@@ -115,7 +120,8 @@ class AfterAppend:
             return parts.compactor.compact(user, session)
         if parts.options.compaction == "background":
             # Coalesced per session: a compaction still waiting in the queue covers this append too.
-            self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session))
+            self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session),
+                                lane=user)
         return None
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:

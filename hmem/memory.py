@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from hmem import _reads as reads
 from hmem import transfer
 from hmem._options import SYSTEM_PROMPT_ID, AddResult, FactExtractor, MemoryOptions, MemoryParts, When
-from hmem._pipeline import AfterAppend, warm_up_models
+from hmem._pipeline import WORKER_LANES, AfterAppend, warm_up_models
 from hmem._readiness import BackendReady, probes, run_probes
 from hmem._worker import SerialWorker
 from hmem.assembly.assemble import TierCaps, assemble
@@ -64,14 +64,14 @@ class Memory:
     Build one with :meth:`open` (embedded default) or :meth:`from_settings`; the
     constructor takes ready parts (:func:`hmem.build.build_parts`, or hand-made for
     tests and custom deployments). Background work (``extraction``/``compaction`` =
-    ``"background"``) runs on one worker thread that :meth:`flush` waits for.
+    ``"background"``) runs on a background worker (one user's jobs in order) that :meth:`flush` waits for.
     """
 
     def __init__(self, parts: MemoryParts, *, tokenizer_for: Callable[[str], Tokenizer] = get_tokenizer) -> None:
         self._parts = parts
         self._sessions, self._summaries, self._longterm = parts.sessions, parts.summaries, parts.longterm
         self._stores = parts.stores
-        self._worker = SerialWorker(name="hmem-pipeline")  # its thread starts on the first background job
+        self._worker = SerialWorker(name="hmem-pipeline", lanes=WORKER_LANES)  # threads start on first use
         self._after_append = AfterAppend(parts, self._worker)
         self._tokenizer_for = tokenizer_for
         self._closed = False
