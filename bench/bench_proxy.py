@@ -55,6 +55,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=200, help="requests each way")
     parser.add_argument("--warmup", type=int, default=10, help="unmeasured rounds first")
     parser.add_argument("--pause-ms", type=float, default=0.0, help="unmeasured pause after each round")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="Memory.warm_up() first, as `hmem proxy --warm-up` does at start-up: models loaded "
+                             "and run, then gc.freeze() (the user's indexes load later, on the first request)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a Settings override, e.g. extraction=background (repeatable)")
     args = parser.parse_args()
@@ -68,6 +71,8 @@ def main() -> int:
         parts = build_parts(settings, embedder=emb)
         memory = Memory(parts)
         try:
+            if args.warm_up:
+                memory.warm_up()
             emb.real.embed(["warm up the model"])
             emb.fake = True
             count, fill_s = fill(parts.longterm, USER, args.items, rng, 0)
@@ -83,7 +88,7 @@ def main() -> int:
         finally:
             memory.close()
     print(f"\n{args.rounds} rounds at {count:,} items per user, settings {overrides or 'default'}, "
-          f"pause {args.pause_ms:g} ms\n")
+          f"pause {args.pause_ms:g} ms, warm-up {'on' if args.warm_up else 'off'}\n")
     print("| path | p50 ms | p95 ms |")
     print("| --- | --- | --- |")
     print(f"| upstream directly | {ms(direct, 50):.1f} | {ms(direct, 95):.1f} |")

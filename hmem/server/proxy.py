@@ -16,8 +16,8 @@ An application changes only its ``base_url``. For each request the proxy
 
 Both writes are appends (``Memory.add(..., extraction="background")``): the turn is
 durable when the request goes on, and what follows an append (archiving and embedding,
-profile and fact extraction, compaction) runs on the Memory's worker, in order, while
-the upstream answers. A turn whose queued work a crash lost stays in its session and is
+profile and fact extraction, compaction) runs on the Memory's background worker (one
+user's turns in order) while the upstream answers. A turn whose queued work a crash lost stays in its session and is
 archived when compaction evicts it; its profile and fact extraction is not re-run.
 
 Upstream failures come back with the upstream's status (a timeout as 504, an
