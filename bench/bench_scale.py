@@ -64,7 +64,7 @@ def main() -> int:
     try:
         with throwaway_redis() as (port, redis_dir):
             url = f"redis://127.0.0.1:{port}/0"
-            probe = connect_redis(url)
+            probe = connect_redis(url, socket_timeout=600.0)  # SAVE of ~1 GiB takes longer than the default 5 s
             before = int(probe.info("memory")["used_memory"])
             settings = Settings.from_env({"HMEM_REDIS_URL": url, "HMEM_VECTORS": f"chroma://127.0.0.1:{chroma.port}",
                                           "HMEM_DATA_DIR": str(data_dir)})
@@ -98,6 +98,9 @@ def main() -> int:
                 recall_p50.append(statistics.median(samples))
                 recall_p95.append(pct(samples, 95))
             mem.close()
+            print(f"  measured: ingest {ingest_s:.0f} s; recall p50 median {statistics.median(recall_p50):.1f} ms; "
+                  f"context p95 {pct(context_ms, 95):.1f} ms; RSS {rss_mb():.0f} MB; used_memory {used / 2**20:.0f} MiB",
+                  flush=True)
             probe.save()
             rdb = (redis_dir / "dump.rdb").stat().st_size
             probe.close()
