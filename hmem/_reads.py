@@ -12,7 +12,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
@@ -23,22 +23,41 @@ from hmem.longterm.types import MAX_K, check_k
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.tokens.models import resolve_model
-from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text, renamed
+from hmem.types import (
+    Hit,
+    MemoryItem,
+    Message,
+    SessionSummary,
+    check_id,
+    check_text,
+    coerce_messages,
+    renamed,
+    utcnow,
+)
 
 __all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
            "session_view", "user_stats"]
 
 
-def session_view(stores: UserStores, user: str, session: str) -> tuple[list[Message], SessionSummary | None, str | None]:
+def session_view(
+    stores: UserStores, user: str, session: str, pending: Iterable[Message | Mapping[str, Any]] | None = None,
+) -> tuple[list[Message], SessionSummary | None, str | None]:
     """``(buffer, summary, stored system prompt)`` as a prompt sees the session: the
-    buffer without what the summary already covers and without the stored prompt."""
+    buffer without what the summary already covers and without the stored prompt, then
+    the ``pending`` messages (checked like ``add()``'s; those whose id is stored already
+    are not repeated) as if they had been appended."""
+    extra = [] if pending is None else coerce_messages(pending, "pending", now=utcnow())
+    if any(m.id == SYSTEM_PROMPT_ID for m in extra):
+        raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="pending")
     state = stores.sessions.load(user, session)
     # An expired or deleted session takes its summary with it (not every summary
     # store expires entries by itself).
     summary = stores.summaries.get(user, session) if state.version else None
     _, buffer = split_covered(list(state.messages), summary)  # between summary write and trim, skip duplicates
     stored_prompt = next((m.content for m in buffer if m.id == SYSTEM_PROMPT_ID), None)
-    return [m for m in buffer if m.id != SYSTEM_PROMPT_ID], summary, stored_prompt
+    stored = {m.id for m in state.messages}
+    shown = [m for m in buffer if m.id != SYSTEM_PROMPT_ID] + [m for m in extra if m.id not in stored]
+    return shown, summary, stored_prompt
 
 
 def prompt_limit(model: str, reply_reserve: int, budget: int | None) -> int:

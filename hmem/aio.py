@@ -150,6 +150,7 @@ class AsyncMemory:
         recency_half_life: timedelta | float | None = None,
         importance_weight: float = 0.0,
         mmr_lambda: float | None = None,
+        pending: Iterable[Message | Mapping[str, Any]] | None = None,
     ) -> AssembledContext:
         return await _run(
             self._sync.context, user_id, session_id, query, model=model, budget=budget, reply_reserve=reply_reserve,
@@ -157,7 +158,7 @@ class AsyncMemory:
             k=k, caps=caps, template=template, truncate_current_turn=truncate_current_turn,
             relevance_cutoff=relevance_cutoff, kinds=kinds, since=since,
             until=until, metadata=metadata, fusion=fusion, recency_half_life=recency_half_life,
-            importance_weight=importance_weight, mmr_lambda=mmr_lambda)
+            importance_weight=importance_weight, mmr_lambda=mmr_lambda, pending=pending)
 
     async def remember(
         self,

@@ -177,6 +177,7 @@ class Memory:
         recency_half_life: timedelta | float | None = None,
         importance_weight: float = 0.0,
         mmr_lambda: float | None = None,
+        pending: Iterable[Message | Mapping[str, Any]] | None = None,
     ) -> AssembledContext:
         """The prompt for the next model call, within ``budget`` tokens (default: the
         model's context window minus ``reply_reserve``, default ``options.reply_reserve``).
@@ -189,14 +190,15 @@ class Memory:
         times the best one (default ``options.relevance_cutoff``; None: off); ``k``
         (default ``options.recall_k``, None) is an upper bound for callers who want one;
         ``ctx.report.tier("recalled").stopped_by`` says which stopped it. ``system_prompt``
-        defaults to the one stored by :meth:`set_system_prompt`. Raises
-        :class:`~hmem.errors.BudgetError` when the system prompt and current turn alone do not fit.
-        """
+        defaults to the one stored by :meth:`set_system_prompt`. ``pending``: messages not
+        stored yet, assembled as if appended (the chat proxy builds the prompt, then stores
+        the turn). Raises :class:`~hmem.errors.BudgetError` when the system prompt and
+        current turn alone do not fit."""
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         model_name = model or self.options.model
         limit = reads.prompt_limit(model_name, self.options.reply_reserve if reply_reserve is None else reply_reserve, budget)
         tokenizer = self._tokenizer_for(model_name)
-        buffer, summary, stored_prompt = reads.session_view(self._stores, user, session)
+        buffer, summary, stored_prompt = reads.session_view(self._stores, user, session, pending)
         prompt = system_prompt if system_prompt is not None else stored_prompt
         query = reads.context_query(buffer, query)
         shown = {m.id for m in buffer}
@@ -275,8 +277,7 @@ class Memory:
         return self._longterm.forget(user_id, ids, kinds=kinds, session_id=session_id, before=before, all=all)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Erase everything hmem holds about a user: sessions, summaries, profile and
-        long-term items. Returns counts per tier."""
+        """Erase everything hmem holds about a user (sessions, summaries, profile, items); counts per tier."""
         user = check_id(user_id, "user_id")
         self.flush()
         return transfer.erase_user(self._stores, user)
@@ -366,8 +367,7 @@ class Memory:
         return reads.user_stats(self._stores, user_id)
 
     def readiness(self, timeout_s: float = 2.0) -> dict[str, BackendReady]:
-        """Whether each backend (sessions, summaries, profile, items, vectors, lexical)
-        answers a cheap read within ``timeout_s`` (all probed at once; for ``/readyz``)."""
+        """Whether each backend answers a cheap read within ``timeout_s`` (all at once; for ``/readyz``)."""
         return run_probes(probes(self._stores), timeout_s)
 
     def warm_up(self) -> None:

@@ -4,10 +4,11 @@ An application changes only its ``base_url``. For each request the proxy
 
 1. finds the user (the API key's bound user, else the body's ``user``; else 422) and
    the session (``X-Hmem-Session``, default :data:`DEFAULT_SESSION`);
-2. stores the new turn (the messages after the last assistant message: the user
-   message and/or tool results) once: a retry carries the same ids and is skipped;
-3. replaces ``messages`` with ``Memory.context(...)`` for the request's ``model``,
-   with its ``max_tokens`` (or ``max_completion_tokens``) as the reply reserve;
+2. replaces ``messages`` with ``Memory.context(...)`` for the request's ``model``,
+   with its ``max_tokens`` (or ``max_completion_tokens``) as the reply reserve and the
+   new turn (the messages after the last assistant message: the user message and/or
+   tool results) as ``pending``, i.e. as if stored;
+3. stores that turn once: a retry carries the same ids and is skipped;
 4. forwards every other field unchanged to ``{upstream}/chat/completions`` with the
    caller's ``X-Upstream-Key`` or the configured key;
 5. returns the answer (streamed chunk by chunk with ``stream=true``) and stores the
@@ -15,16 +16,17 @@ An application changes only its ``base_url``. For each request the proxy
    its stream's ``[DONE]``) goes out.
 
 Both writes are appends (``Memory.add(..., extraction="background")``): the turn is
-durable when the request goes on, and what follows an append (archiving and embedding,
-profile and fact extraction, compaction) runs on the Memory's background worker (one
-user's turns in order) while the upstream answers. A turn whose queued work a crash lost stays in its session and is
-archived when compaction evicts it; its profile and fact extraction is not re-run.
+durable before the upstream is called, and what follows an append (archiving and
+embedding, profile and fact extraction, compaction) runs on the Memory's background
+worker (one user's turns in order) while the upstream answers, not while this request's
+recall runs. A turn whose queued work a crash lost stays in its session and is archived
+when compaction evicts it; its profile and fact extraction is not re-run.
 
 Upstream failures come back with the upstream's status (a timeout as 504, an
 unreachable upstream as 502) in hmem's error shape; a stream that breaks off ends
 with an ``error`` event and stores no reply. ``X-Hmem-Budget`` carries the context's
 tokens per tier; ``Server-Timing`` says where the request's time went (``parse`` the
-body, ``store`` the turn, ``context``, ``upstream`` until its answer or its stream's
+body, ``context``, ``store`` the turn, ``upstream`` until its answer or its stream's
 headers, ``reply`` to store the answer); the upstream's ``usage`` passes through untouched.
 
 Example::
@@ -63,7 +65,7 @@ DEFAULT_SESSION = "default"
 SESSION_HEADER = "X-Hmem-Session"
 BUDGET_HEADER = "X-Hmem-Budget"
 UPSTREAM_KEY_HEADER = "X-Upstream-Key"
-_SPANS = ("parse", "store", "context", "upstream", "reply")  # Server-Timing, in order
+_SPANS = ("parse", "context", "store", "upstream", "reply")  # Server-Timing, in order
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,12 @@ def build_proxy_router(memory: Memory, keyring: KeyRing, options: ProxyOptions) 
         turn = new_turn(messages, session)  # type: ignore[arg-type]  # new_turn checks the shape
         reserve = _reply_reserve(body)  # checked before anything is stored
         marks = [time.perf_counter()]
-        await store_once(amem, user, session, turn)
-        marks.append(time.perf_counter())
-        ctx = await amem.context(user, session, model=_model(body), reply_reserve=reserve,
+        # The prompt first, with the turn as if stored; then the turn's append, whose queued
+        # work (archiving, extraction) would otherwise compete with this recall for the CPU.
+        ctx = await amem.context(user, session, model=_model(body), reply_reserve=reserve, pending=turn,
                                  system_prompt=system_prompt_of(messages))  # type: ignore[arg-type]
+        marks.append(time.perf_counter())
+        await store_once(amem, user, session, turn)
         marks.append(time.perf_counter())
         headers = {BUDGET_HEADER: budget_header(ctx.report.to_dict()), SESSION_HEADER: session}
         forward = {**body, "messages": ctx.messages}

@@ -64,7 +64,7 @@ def test_non_streaming_stores_both_turns_and_sends_the_assembled_context(tmp_pat
         assert first.usage is not None and (first.usage.prompt_tokens, first.usage.completion_tokens) == (42, 4)
         header = raw.headers["x-hmem-budget"]
         spans = [part.strip().split(";dur=") for part in raw.headers["server-timing"].split(",")]
-        assert [name for name, _ in spans] == ["parse", "store", "context", "upstream", "reply"]
+        assert [name for name, _ in spans] == ["parse", "context", "store", "upstream", "reply"]
         assert all(float(ms) >= 0 for _, ms in spans)
         assert header.startswith(f"budget={128_000 - 5000} ") and "current_turn=" in header and "system=" in header
         sent = upstream.completion_requests[-1]
