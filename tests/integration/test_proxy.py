@@ -232,6 +232,18 @@ def test_bad_requests_name_the_field(tmp_path: Path) -> None:
         assert upstream.completion_requests == []
 
 
+def test_a_turn_too_large_for_the_window_is_refused_and_stores_nothing(tmp_path: Path) -> None:
+    """The prompt is built before the turn is stored: a turn that cannot fit (here
+    max_tokens leaves ~1,000 tokens of gpt-4o-mini's window for a ~3,000-token message)
+    is refused with hmem's budget error (409), and neither stored nor forwarded."""
+    with proxy(tmp_path) as (url, memory, upstream):
+        response = httpx.post(f"{url}/chat/completions", headers={"Authorization": f"Bearer {ALICE_KEY}"},
+                              json={"model": MODEL, "max_tokens": 127_000,
+                                    "messages": [{"role": "user", "content": "tell me about it " * 750}]}, timeout=120)
+        assert (response.status_code, response.json()["error"]["type"]) == (409, "budget_exceeded")
+        assert memory.sessions_of("alice") == [] and upstream.completion_requests == []
+
+
 def test_max_tokens_below_hmem_reply_reserve_is_the_reply_reserve(tmp_path: Path) -> None:
     """The caller's max_tokens, not hmem's default reserve (2000), sizes the prompt."""
     with proxy(tmp_path) as (url, _memory, upstream):
