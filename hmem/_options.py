@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no 
     from hmem.session.compaction import CompactionResult, Compactor
     from hmem.types import Message
 
-__all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "MemoryOptions", "MemoryParts", "UserStores", "When"]
+__all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "MemoryOptions", "MemoryParts", "UserStores", "When",
+           "messages_to_append", "put_system_prompt"]
 
 #: A point in time as the long-term store accepts it (datetime, ISO text, epoch seconds).
 When: TypeAlias = "datetime | str | float"
@@ -40,6 +41,35 @@ When: TypeAlias = "datetime | str | float"
 #: Id of the system message that :meth:`Memory.set_system_prompt` keeps at the
 #: head of a session's buffer (system messages are never evicted, so it stays).
 SYSTEM_PROMPT_ID = "hmem.session_system_prompt"
+
+
+def messages_to_append(messages: Iterable[object], field_name: str, *, reserved_field: str) -> list[Message]:
+    """``messages`` checked as an append checks them (times no later than now), none with
+    the reserved :data:`SYSTEM_PROMPT_ID` (refused naming ``reserved_field``)."""
+    from hmem.types import coerce_messages, utcnow
+
+    batch = coerce_messages(messages, field_name, now=utcnow())  # a created_at far ahead would win recency forever
+    if any(m.id == SYSTEM_PROMPT_ID for m in batch):
+        raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field=reserved_field)
+    return batch
+
+
+def put_system_prompt(sessions: SessionStore, user: str, session: str, text: str | None) -> None:
+    """Make ``text`` the session's stored system prompt (None: remove it), kept at the
+    head of the buffer; retried while concurrent appends win the version check."""
+    from hmem.errors import ConflictError
+    from hmem.types import Message
+
+    for _ in range(20):
+        state = sessions.load(user, session)
+        rest = [m for m in state.messages if m.id != SYSTEM_PROMPT_ID]
+        head = [] if text is None else [Message(role="system", content=text, id=SYSTEM_PROMPT_ID)]
+        try:
+            sessions.replace(user, session, head + rest, state.version)
+            return
+        except ConflictError:
+            continue  # an append came first: reload and retry
+    raise ConflictError("set_system_prompt kept losing to concurrent writes; retry later")
 
 
 class FactExtractor(Protocol):

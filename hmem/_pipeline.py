@@ -17,7 +17,7 @@ with the reason), and the prompt/completion tokens extraction spent on the add.
 Example::
 
     pipeline = AfterAppend(parts, worker)
-    profile, facts, compaction = pipeline.run(user, session, batch)   # after the append
+    profile, facts, fact_report, compaction = pipeline.run(user, session, batch, "foreground")  # after the append
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import contextlib
 import gc
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from hmem.longterm.facts import FactReport, TurnContext, fact_entries
 from hmem.profile.extract import AppliedUpdates, ExtractionMethod, ProfileUpdate, apply_updates, extract_profile
@@ -64,15 +64,16 @@ class AfterAppend:
         self._worker = worker
         self._max_backlog = max_backlog
 
-    def run(self, user: str, session: str, batch: list[Message], extraction: str | None = None) -> Outcome:
-        """Run (or queue, when ``extraction`` — default the options' — is ``"background"``)
-        the pipeline for ``batch``, which was just appended."""
+    def run(self, user: str, session: str, batch: list[Message], extraction: Literal["foreground", "background"]
+            ) -> Outcome:
+        """Run (or queue, when ``extraction`` is ``"background"``) the pipeline for
+        ``batch``, which was just appended."""
         options = self._parts.options
         previous = None
         if options.archive_turns == "on_add" and batch:
             # Found now, right after the append: later appends must not shift it.
             previous = self._message_before(user, session, batch[0].id, len(batch))
-        if (extraction or options.extraction) == "background":
+        if extraction == "background":
             self._worker.wait_below(self._max_backlog)  # a worker that falls behind slows its producers
             self._worker.submit(partial(self._steps, user, session, batch, previous), lane=user)
             return None, (), None, None

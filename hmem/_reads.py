@@ -16,24 +16,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, Literal
 
-from hmem._options import SYSTEM_PROMPT_ID, UserStores
+from hmem._options import SYSTEM_PROMPT_ID, UserStores, messages_to_append
 from hmem.assembly.assemble import budget_for
 from hmem.errors import InvalidInput
 from hmem.longterm.types import MAX_K, check_k
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.tokens.models import resolve_model
-from hmem.types import (
-    Hit,
-    MemoryItem,
-    Message,
-    SessionSummary,
-    check_id,
-    check_text,
-    coerce_messages,
-    renamed,
-    utcnow,
-)
+from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text, renamed
 
 __all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
            "session_view", "user_stats"]
@@ -46,9 +36,7 @@ def session_view(
     buffer without what the summary already covers and without the stored prompt, then
     the ``pending`` messages (checked like ``add()``'s; those whose id is stored already
     are not repeated) as if they had been appended."""
-    extra = [] if pending is None else coerce_messages(pending, "pending", now=utcnow())
-    if any(m.id == SYSTEM_PROMPT_ID for m in extra):
-        raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="pending")
+    extra = [] if pending is None else messages_to_append(pending, "pending", reserved_field="pending")
     state = stores.sessions.load(user, session)
     # An expired or deleted session takes its summary with it (not every summary
     # store expires entries by itself).

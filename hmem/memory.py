@@ -26,14 +26,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hmem import _reads as reads
 from hmem import transfer
-from hmem._options import SYSTEM_PROMPT_ID, AddResult, FactExtractor, MemoryOptions, MemoryParts, When
+from hmem._options import (
+    SYSTEM_PROMPT_ID,
+    AddResult,
+    FactExtractor,
+    MemoryOptions,
+    MemoryParts,
+    When,
+    messages_to_append,
+    put_system_prompt,
+)
 from hmem._pipeline import WORKER_LANES, AfterAppend, warm_up_models
 from hmem._readiness import BackendReady, probes, run_probes
 from hmem._worker import SerialWorker
 from hmem.assembly.assemble import TierCaps, assemble
 from hmem.assembly.render import ContextTemplate
 from hmem.config import Settings
-from hmem.errors import ConflictError, InvalidInput
 from hmem.protocols import ProfileStore, Tokenizer
 from hmem.tokens import get_tokenizer
 from hmem.types import (
@@ -45,8 +53,6 @@ from hmem.types import (
     SessionSummary,
     check_id,
     check_text,
-    coerce_messages,
-    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -139,9 +145,7 @@ class Memory:
         the messages are stored, queue the rest; the chat proxy stores turns so)."""
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
         where = self.options.extraction_for(extraction)
-        batch = coerce_messages(messages, now=utcnow())  # a created_at far ahead would win recency forever
-        if any(m.id == SYSTEM_PROMPT_ID for m in batch):
-            raise InvalidInput(f"message id {SYSTEM_PROMPT_ID!r} is reserved; use set_system_prompt()", field="id")
+        batch = messages_to_append(messages, "messages", reserved_field="id")
         # Refused before the append: a store built for another embedder must change nothing
         # (once per user and process; a new user's vectors get this embedder's stamp).
         self._longterm.check_vectors(user, write=True)
@@ -318,17 +322,8 @@ class Memory:
         """Store the session's system prompt (used when :meth:`context` gets none);
         ``None`` removes it. Kept at the head of the buffer, never evicted."""
         user, session = check_id(user_id, "user_id"), check_id(session_id, "session_id")
-        text = None if prompt is None else check_text(prompt, "prompt", allow_empty=False)
-        for _ in range(20):
-            state = self._sessions.load(user, session)
-            rest = [m for m in state.messages if m.id != SYSTEM_PROMPT_ID]
-            head = [] if text is None else [Message(role="system", content=text, id=SYSTEM_PROMPT_ID)]
-            try:
-                self._sessions.replace(user, session, head + rest, state.version)
-                return
-            except ConflictError:
-                continue  # an append came first: reload and retry
-        raise ConflictError("set_system_prompt kept losing to concurrent writes; retry later")
+        put_system_prompt(self._sessions, user, session,
+                          None if prompt is None else check_text(prompt, "prompt", allow_empty=False))
 
     def clear_session(self, user_id: str, session_id: str) -> bool:
         """Delete a session's buffer and summary (archived turns stay in long-term

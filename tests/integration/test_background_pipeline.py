@@ -1,6 +1,6 @@
 """Background work: add() returns once the messages are stored, while a slow LLM
 extracts the profile on the worker; flush() waits for it; nothing is lost. Extraction
-and compaction share the Memory's one worker thread; repeated compaction requests for
+and compaction share the user's lane of the Memory's worker; repeated compaction requests for
 a session waiting in its queue coalesce into one run.
 
 One add() can choose where its pipeline runs; a full backlog makes background adds wait.
@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -246,8 +247,8 @@ def test_lanes_run_side_by_side_and_each_lane_keeps_its_order() -> None:
     order: dict[int, list[int]] = {0: [], 1: []}
     worker.submit(gate.wait, lane=0)
     for n in range(20):
-        worker.submit(lambda n=n: order[0].append(n), lane=0)
-        worker.submit(lambda n=n: order[1].append(n), lane=1)
+        worker.submit(partial(order[0].append, n), lane=0)
+        worker.submit(partial(order[1].append, n), lane=1)
     deadline = time.monotonic() + 10
     while len(order[1]) < 20 and time.monotonic() < deadline:
         time.sleep(0.01)
