@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -149,7 +150,10 @@ def fill(lt: LongTermStore, user: str, upto: int, rng: random.Random, have: int)
     return n, time.perf_counter() - start
 
 
-def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: list[int], queries: int) -> None:
+def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: list[int], queries: int, *,
+                  compare: dict[str, float] | None = None) -> None:
+    """Recall and context() latency per size; with ``compare`` (LongTermConfig fields), each
+    query is also asked under that config, alternating, and reported on a second row."""
     user, rng, have = "scale-user", random.Random(11), 0
     # A live session so context() assembles history + summary + profile + recalled items.
     mem.add(user, "live", [Message(role="user" if i % 2 == 0 else "assistant", content=sentence(rng), id=f"live{i}")
@@ -161,20 +165,24 @@ def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: lis
         emb.fake = True
         have, fill_s = fill(lt, user, size, rng, have)
         emb.fake = False
-        recall_ms: list[float] = []
-        context_ms: list[float] = []
+        configs = {"": lt.config} | ({f" ({compare})": replace(lt.config, **compare)} if compare else {})
+        recall_ms: dict[str, list[float]] = {name: [] for name in configs}
+        context_ms: dict[str, list[float]] = {name: [] for name in configs}
         for _ in range(queries):
-            q = question(rng)
-            t0 = time.perf_counter()
-            mem.recall(user, q, 10)
-            recall_ms.append((time.perf_counter() - t0) * 1000)
-            q = question(rng)
-            t0 = time.perf_counter()
-            mem.context(user, "live", query=q, budget=4000)
-            context_ms.append((time.perf_counter() - t0) * 1000)
-        row([f"{lt.count(user):,}", f"{fill_s:.0f}", f"{statistics.median(recall_ms):.1f}",
-             f"{pct(recall_ms, 95):.1f}", f"{statistics.median(context_ms):.1f}", f"{pct(context_ms, 95):.1f}",
-             f"{rss_mb():.0f}"])
+            for name, config in configs.items():
+                q, q2 = question(rng), question(rng)  # new texts: the embedding cache would answer a repeat
+                lt.config = config
+                t0 = time.perf_counter()
+                mem.recall(user, q, 10)
+                recall_ms[name].append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                mem.context(user, "live", query=q2, budget=4000)
+                context_ms[name].append((time.perf_counter() - t0) * 1000)
+        lt.config = configs[""]
+        for name in configs:
+            row([f"{lt.count(user):,}{name}", f"{fill_s:.0f}", f"{statistics.median(recall_ms[name]):.1f}",
+                 f"{pct(recall_ms[name], 95):.1f}", f"{statistics.median(context_ms[name]):.1f}",
+                 f"{pct(context_ms[name], 95):.1f}", f"{rss_mb():.0f}"])
 
 
 def main() -> int:
@@ -182,6 +190,8 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="items per user to measure at")
     parser.add_argument("--queries", type=int, default=50, help="queries per size (recall and context each)")
     parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--compare", metavar="KEY=VALUE", nargs="*", default=[],
+                        help="also time each query under LongTermConfig with these fields (e.g. session_weight=0)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     emb = BenchEmbedder()
@@ -194,7 +204,8 @@ def main() -> int:
             emb.real.embed(["warm up the model"])
             if not args.skip_ingest:
                 ingest_phase(mem, parts.longterm)
-            latency_phase(mem, parts.longterm, emb, sizes, args.queries)
+            compare = {k: float(v) for k, _, v in (pair.partition("=") for pair in args.compare)}
+            latency_phase(mem, parts.longterm, emb, sizes, args.queries, compare=compare or None)
         finally:
             mem.close()
     return 0

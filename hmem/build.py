@@ -106,7 +106,8 @@ def _compose(
                                max_batch=settings.embed_batch_max)
     closers.append(batched.close)
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
-    knobs = {name: value for name in ("feedback_rounds", "time_weight") if (value := getattr(settings, name)) is not None}
+    knobs = {name: value for name in ("feedback_rounds", "time_weight", "session_weight")
+             if (value := getattr(settings, name)) is not None}
     try:
         config = LongTermConfig(**knobs) if knobs else None
     except ConfigError as exc:

@@ -103,6 +103,7 @@ class Settings:
     relevance_cutoff: float | None = RELEVANCE_CUTOFF  # share of the best hit's score; none = off
     feedback_rounds: int | None = None  # recall rounds, 1 (no feedback round) to 3; none = LongTermConfig's default
     time_weight: float | None = None  # boost of items in a date the question names, 0 (off) to 10; none = default
+    session_weight: float | None = None  # share of its session's best other hit a hit gains, 0 (off) to 10; none = default
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40
@@ -178,8 +179,10 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
-        if self.time_weight is not None and not 0.0 <= self.time_weight <= 10.0:  # before any store is opened
-            raise ConfigError(f"HMEM_TIME_WEIGHT={self.time_weight}: must be a number in [0, 10] (0 = off)")
+        for name in ("time_weight", "session_weight"):  # before any store is opened
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 10.0:
+                raise ConfigError(f"HMEM_{name.upper()}={value}: must be a number in [0, 10] (0 = off)")
         wait = self.embed_batch_wait_ms
         check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
                        self.embed_batch_max)

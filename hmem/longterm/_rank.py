@@ -23,7 +23,10 @@ from hmem.longterm.dates import mentions_period
 from hmem.protocols import ScoredId
 from hmem.types import Hit, MemoryItem
 
-__all__ = ["Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted", "to_hits"]
+__all__ = [
+    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted", "session_support",
+    "to_hits",
+]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
 Scored = dict[str, tuple[float, dict[str, float]]]
@@ -105,6 +108,59 @@ def boosts_read_items(
     False
     """
     return half_life is not None or bool(importance_weight) or (period is not None and bool(time_weight))
+
+
+#: Session support counts only hits said this close in time: one sitting. A deployment
+#: that keeps one session per user for months (the proxy's ``default`` session) would
+#: otherwise lift every hit by the best one, and the relevance cut-off would cut nothing.
+SESSION_SPAN = timedelta(hours=1)
+
+
+def session_support(
+    pool: Sequence[str], scored: Scored, place_of: Mapping[str, tuple[str, datetime] | None], weight: float,
+    span: timedelta = SESSION_SPAN,
+) -> list[str]:
+    """``pool`` best first after each hit gains ``weight`` × the score of the best *other*
+    hit of its session said within ``span`` of it (``place_of``: session id and time; an
+    item without a session gains nothing).
+
+    A conversation stays on a topic for a while: the turn that answers a question often
+    shares no word with it, but sits in the session of the turn that does. The gain is
+    recorded in ``scored`` as the factor ``boosts["session"]`` (score after / before); a
+    hit scored 0 stays at 0 (no evidence of its own). Pure; ``scored`` is updated in place.
+
+    >>> t = datetime(2024, 5, 1, 20, 0)
+    >>> scored = {"q": (1.0, {}), "a": (0.4, {}), "x": (0.5, {})}
+    >>> session_support(["q", "x", "a"], scored, {"q": ("s1", t), "a": ("s1", t), "x": ("s2", t)}, 0.3)
+    ['q', 'a', 'x']
+    >>> scored["a"]
+    (0.7, {'session': 1.75})
+    """
+    by_session: dict[str, list[tuple[datetime, float, str]]] = {}
+    for d in pool:
+        if (place := place_of.get(d)) is not None:
+            by_session.setdefault(place[0], []).append((place[1], scored[d][0], d))
+    gains: dict[str, float] = {}
+    for said in by_session.values():
+        said.sort()
+        for i, (when, own, d) in enumerate(said):
+            if own <= 0:
+                continue  # no evidence of its own
+            best = 0.0
+            for j in range(i - 1, -1, -1):  # earlier, within the span
+                if when - said[j][0] > span:
+                    break
+                best = max(best, said[j][1])
+            for j in range(i + 1, len(said)):  # later
+                if said[j][0] - when > span:
+                    break
+                best = max(best, said[j][1])
+            if best > 0:
+                gains[d] = weight * best
+    for d, gain in gains.items():  # applied after: a gain never feeds another hit's gain
+        own, boosts = scored[d]
+        scored[d] = (own + gain, {**boosts, "session": round((own + gain) / own, 6)})
+    return sorted(pool, key=lambda d: (-scored[d][0], d))
 
 
 def best_first(scored: Scored) -> list[str]:

@@ -42,6 +42,7 @@ from hmem.longterm._rank import (
     boosts_read_items,
     fusion_rrf,
     fusion_weighted,
+    session_support,
     to_hits,
 )
 from hmem.longterm.dates import query_period
@@ -125,6 +126,13 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rounds = assign_rounds(rounds, order[:k], round_no)
+    if config.session_weight:
+        # Only hits gain: the pool stays above the rest. Its depth is what was measured
+        # (docs/longterm.md, "Session support"); a deeper pool would read more items.
+        pool = valid.first(order, max(k, config.candidates))
+        head = set(pool)
+        places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
+        order = session_support(pool, scored, places, config.session_weight) + [d for d in order if d not in head]
     order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
     if mmr_lambda is not None and order:
         pool = valid.first(order, max(k * 3, 30))

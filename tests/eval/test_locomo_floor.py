@@ -24,15 +24,17 @@ pytestmark = pytest.mark.slow
 LOCOMO_DEV = default_locomo_dir() / "locomo_dev.json"
 
 # Measured on conv-26 (first dev conversation, 197 questions with evidence):
-# default R@10 80.8, R@25 88.7 (date keys, feedback round, atomic facts, family synonyms).
-LOCOMO_FLOOR = {10: 0.77, 25: 0.85}
+# default R@10 83.5, R@25 89.3 (date keys, feedback round, atomic facts, family synonyms,
+# session support; before session support 80.8 / 88.7).
+LOCOMO_FLOOR = {10: 0.80, 25: 0.86}
 # Answer in context on conv-26 (150 answerable questions), default arguments: loose
-# 65.3 % at 1,000 tokens (960 used) and 73.3 % at 4,000 (3,858 used).
-LOCOMO_ANSWER_FLOOR = {1000: 0.61, 4000: 0.69}
-# Measured on the sample set (103 questions with evidence): default R@10 84.0, R@25 91.7;
-# answer in context (loose) 75.7 % at 1,000 tokens.
-SAMPLE_FLOOR = {10: 0.80, 25: 0.88}
-SAMPLE_ANSWER_FLOOR_1000 = 0.71
+# 64.0 % at 1,000 tokens (962 used) and 71.3 % at 4,000 (3,871 used); before session
+# support 65.3 / 73.3 (it keeps more gold turns, 85.5 / 94.7 %, but not more answers here).
+LOCOMO_ANSWER_FLOOR = {1000: 0.61, 4000: 0.68}
+# Measured on the sample set (103 questions with evidence): default R@10 84.0, R@25 94.7;
+# answer in context (loose) 79.6 % at 1,000 tokens.
+SAMPLE_FLOOR = {10: 0.80, 25: 0.91}
+SAMPLE_ANSWER_FLOOR_1000 = 0.75
 
 
 def test_sample_eval_json_structure_and_floor() -> None:

@@ -58,7 +58,10 @@ def _stack(kind: str, tmp: Path) -> Stack:
 
 
 def _rounds(stack: Stack, rounds: int, **extra: object) -> Stack:
-    """The same store (so BM25 ties break the same way) with other feedback settings."""
+    """The same store (so BM25 ties break the same way) with other feedback settings, and
+    no session support: the chain shares one session, which alone lifts the answer
+    (tests/core/test_session_support.py); these tests are about the feedback round."""
+    extra = {"session_weight": 0.0, **extra}
     stack.store.config = replace(LongTermConfig(), feedback_rounds=rounds, **extra)  # type: ignore[arg-type]
     return stack
 
