@@ -191,26 +191,36 @@ def cold_start(data: Path, warm: bool, embedder: str = "minilm") -> dict[str, fl
 # -- 3. serve on Redis ---------------------------------------------------------------------
 
 
-async def serve_appends(url: str, clients: int, requests: int, sessions: int) -> tuple[Phase, str, int]:
-    user = "write-path"
+async def serve_appends(url: str, clients: int, requests: int, sessions: int,
+                        users: int = 1) -> tuple[Phase, str, int]:
+    """Client ``n`` appends to user ``n % users`` (one user: all 20 share its lock and its
+    Chroma collection, the worst case; one user per client: the writes run side by side)."""
+
+    def user_of(n: int) -> str:
+        return "write-path" if users == 1 else f"write-path-{n % users}"
 
     def append(http: httpx.AsyncClient, n: int, i: int) -> Any:
         msg = {"role": "user" if i % 2 == 0 else "assistant", "id": f"c{n}-{i}",
                "content": f"client {n}, turn {i}: we talked about the {random.choice(['trip', 'piano', 'job'])} plan"}
-        return http.post(f"/v1/users/{user}/sessions/s{(n + i) % sessions}/messages", json={"messages": [msg]})
+        return http.post(f"/v1/users/{user_of(n)}/sessions/s{(n + i) % sessions}/messages", json={"messages": [msg]})
 
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
-        warm = await http.post(f"/v1/users/{user}-warm/sessions/w/messages",
+        warm = await http.post("/v1/users/write-path-warm/sessions/w/messages",
                                json={"messages": [{"role": "user", "content": "warm up the model"}]})
         warm.raise_for_status()
-    phase = await run_phase(f"append 1 turn, {clients} clients", clients, requests, append, url)
-    sent = {f"c{n}-{i}" for n in range(clients) for i in range(requests)}
-    check = await loss_check(url, user, sessions, sent)
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
-        listed = await http.get(f"/v1/users/{user}/items", params={"limit": 10_000})
-        listed.raise_for_status()
-        archived = len({it["source_message_id"] for it in listed.json()["items"] if it["kind"] == "turn"})
-    return phase, check, archived
+    label = f"append 1 turn, {clients} clients" + (f", {users} users" if users > 1 else ", 1 user")
+    phase = await run_phase(label, clients, requests, append, url)
+    checks, archived = [], 0
+    for u in sorted({user_of(n) for n in range(clients)}):
+        sent = {f"c{n}-{i}" for n in range(clients) if user_of(n) == u for i in range(requests)}
+        checks.append(await loss_check(url, u, sessions, sent))
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
+            listed = await http.get(f"/v1/users/{u}/items", params={"limit": 10_000})
+            listed.raise_for_status()
+            archived += len({it["source_message_id"] for it in listed.json()["items"] if it["kind"] == "turn"})
+    lost = sum(int(c.split(", ")[1].split()[0]) for c in checks)
+    dup = sum(int(c.split(", ")[2].split()[0]) for c in checks)
+    return phase, f"{clients * requests} appended, {lost} lost, {dup} duplicated", archived
 
 
 def serve(args: argparse.Namespace) -> tuple[Phase, str, int]:
@@ -220,7 +230,7 @@ def serve(args: argparse.Namespace) -> tuple[Phase, str, int]:
     with tempfile.TemporaryDirectory(prefix="hmem-serve-") as tmp:
         proc, url = start_server(env, Path(tmp))
         try:
-            return asyncio.run(serve_appends(url, args.clients, args.requests, args.sessions))
+            return asyncio.run(serve_appends(url, args.clients, args.requests, args.sessions, args.users))
         finally:
             proc.terminate()
             proc.wait(timeout=30)
@@ -246,6 +256,7 @@ def main() -> int:
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--requests", type=int, default=50, help="appends per client")
     ap.add_argument("--sessions", type=int, default=20)
+    ap.add_argument("--users", type=int, default=1, help="client n appends to user n %% USERS (default: all to one)")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--serve-vectors", default="chroma", help="HMEM_VECTORS of the server (chroma, memory)")
     ap.add_argument("--serve-env", nargs="*", default=[], metavar="HMEM_X=V", help="more server settings")

