@@ -24,8 +24,8 @@ from hmem.protocols import ScoredId
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
-    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted", "session_support",
-    "to_hits",
+    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted",
+    "session_support", "to_hits",
 ]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
@@ -143,24 +143,37 @@ def session_support(
     gains: dict[str, float] = {}
     for said in by_session.values():
         said.sort()
-        for i, (when, own, d) in enumerate(said):
+        one_sitting = said[-1][0] - said[0][0] <= span  # the usual case: the two best serve every hit
+        top = sorted((v for _, v, _ in said), reverse=True)[:2] if one_sitting else []
+        for i, (_when, own, d) in enumerate(said):
             if own <= 0:
                 continue  # no evidence of its own
-            best = 0.0
-            for j in range(i - 1, -1, -1):  # earlier, within the span
-                if when - said[j][0] > span:
-                    break
-                best = max(best, said[j][1])
-            for j in range(i + 1, len(said)):  # later
-                if said[j][0] - when > span:
-                    break
-                best = max(best, said[j][1])
+            if not one_sitting:
+                best = _best_within(said, i, span)
+            elif own < top[0]:
+                best = top[0]
+            else:  # it is the best (or tied for it): the second best supports it
+                best = top[1] if len(top) > 1 else 0.0
             if best > 0:
                 gains[d] = weight * best
     for d, gain in gains.items():  # applied after: a gain never feeds another hit's gain
         own, boosts = scored[d]
         scored[d] = (own + gain, {**boosts, "session": round((own + gain) / own, 6)})
     return sorted(pool, key=lambda d: (-scored[d][0], d))
+
+
+def _best_within(said: Sequence[tuple[datetime, float, str]], i: int, span: timedelta) -> float:
+    """The best score of ``said`` (sorted by time) other than ``i``'s, within ``span`` of it."""
+    when, best = said[i][0], 0.0
+    for j in range(i - 1, -1, -1):  # earlier
+        if when - said[j][0] > span:
+            break
+        best = max(best, said[j][1])
+    for j in range(i + 1, len(said)):  # later
+        if said[j][0] - when > span:
+            break
+        best = max(best, said[j][1])
+    return best
 
 
 def best_first(scored: Scored) -> list[str]:

@@ -133,6 +133,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         head = set(pool)
         places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
         order = session_support(pool, scored, places, config.session_weight) + [d for d in order if d not in head]
+        rounds = assign_rounds(rounds, order[:k], kept)  # lifted into the top k from below: the last round's
     order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
     if mmr_lambda is not None and order:
         pool = valid.first(order, max(k * 3, 30))

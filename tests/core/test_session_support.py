@@ -131,3 +131,22 @@ def test_the_environment_variable_sets_it(tmp_path: Path) -> None:
     assert Settings.from_env({"HMEM_SESSION_WEIGHT": "0"}).session_weight == 0.0
     with pytest.raises(ConfigError, match="HMEM_SESSION_WEIGHT"):
         Settings.from_env({"HMEM_SESSION_WEIGHT": "-2"})
+
+
+def test_each_path_gives_the_plain_definition() -> None:
+    # Random pools, one sitting (the two-best shortcut) and spread over hours (each hit's
+    # window scanned), against the definition: best other hit of the session within the span.
+    import random
+
+    rng = random.Random(5)
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        values = [round(rng.choice([0.0, rng.random(), 0.5]), 3) for _ in range(n)]
+        step = rng.choice([timedelta(minutes=1), timedelta(minutes=25)])  # 25 min: windows of ~5 hits
+        ids = [f"d{i}" for i in range(n)]
+        scored: dict[str, tuple[float, dict[str, float]]] = {d: (v, {}) for d, v in zip(ids, values, strict=True)}
+        session_support(ids, scored, {d: ("s", T0 + i * step) for i, d in enumerate(ids)}, 0.3)
+        for i, own in enumerate(values):
+            mates = [v for j, v in enumerate(values) if j != i and abs(i - j) * step <= SESSION_SPAN]
+            best = max(mates, default=0.0)
+            assert scored[ids[i]][0] == pytest.approx(own + 0.3 * best if own > 0 and best > 0 else own)
