@@ -232,9 +232,11 @@ def warm_rules() -> None:
     from hmem.longterm.dates import resolve_dates
     from hmem.longterm.facts import OfflineFactExtractor
     from hmem.longterm.text import tokenize
+    from hmem.profile._values import warm_tagger
     from hmem.profile.extract import OfflineProfileExtractor
 
     OfflineFactExtractor().extract([Message(role="user", content=t, id=f"warm-{i}") for i, t in enumerate(_WARM_TEXTS)])
+    warm_tagger()  # the warm texts' places are known ones, which never reach the tagger
     for text in _WARM_TEXTS:
         OfflineProfileExtractor().extract(text)
         resolve_dates(text, date(2024, 5, 8))

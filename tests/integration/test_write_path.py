@@ -134,3 +134,16 @@ def test_serve_has_a_warm_up_flag() -> None:
     serve_cmd.register(parser.add_subparsers(dest="command"))
     assert parser.parse_args(["serve", "--warm-up"]).warm_up is True
     assert parser.parse_args(["serve"]).warm_up is None  # then HMEM_WARM_UP decides
+
+
+def test_warm_up_loads_the_chinese_place_tagger_too() -> None:
+    """The first Chinese add naming a place hmem does not know used to load jieba's
+    dictionary (~0.4 s) inside the add; warm-up now loads it. A fresh process: the
+    dictionary is loaded once per process."""
+    import subprocess
+    import sys
+
+    code = ("import jieba; from hmem._pipeline import warm_rules; "
+            "assert not jieba.dt.initialized; warm_rules(); print(jieba.dt.initialized)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "True"
