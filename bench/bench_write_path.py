@@ -260,7 +260,7 @@ def main() -> int:
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--serve-vectors", default="chroma", help="HMEM_VECTORS of the server (chroma, memory)")
     ap.add_argument("--serve-env", nargs="*", default=[], metavar="HMEM_X=V", help="more server settings")
-    ap.add_argument("--embedder", choices=["minilm", "onnx"], default="minilm",
+    ap.add_argument("--embedder", choices=["minilm", "onnx"], default="onnx",
                     help="the model of the embedded part (floor and add; cold start): torch MiniLM or its int8 ONNX")
     ap.add_argument("--cold-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)

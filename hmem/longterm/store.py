@@ -44,6 +44,7 @@ from hmem.longterm._args import (
     index_metadata,
     prepare_turns,
 )
+from hmem.longterm._group import GroupCommit, Ingest, Written, write_ingests
 from hmem.longterm._items import (
     entry_dense_text,
     merge_near_duplicate,
@@ -60,7 +61,7 @@ from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text, lexical_text
 from hmem.longterm.supersede import CLAIM_KEY
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
-from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
+from hmem.protocols import Embedder, ItemStore, LexicalIndex, ScoredId, VectorIndex
 from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcnow
 
 __all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "RememberResult"]
@@ -81,6 +82,7 @@ class LongTermStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._stamped: set[str] = set()  # users whose vectors this store's embedder may use
+        self._group: GroupCommit[Ingest, Written] = GroupCommit()
 
     def check_vectors(self, user_id: str, *, write: bool = False) -> None:
         """Raise :class:`ConfigError` if the user's vectors come from another embedder
@@ -177,20 +179,12 @@ class LongTermStore:
         if texts:
             self.check_vectors(user_id, write=True)
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
-        with self._lock(user_id):
-            if turns and check_archived:
-                done = self.items.find_ids(user_id, ItemFilter(
-                    kinds=frozenset({"turn"}), source_message_ids=frozenset(e.source_message_id or "" for e in turns)))
-                if done:
-                    have = {it.source_message_id for it in self.items.get(user_id, sorted(done)).values()}
-                    skipped = skipped + [e.source_message_id or "" for e in turns if e.source_message_id in have]
-                    turns = [e for e in turns if e.source_message_id not in have]
-            results = self._write(user_id, [*turns, *facts], dedup_from=len(turns), vectors=vectors)
-            evicted = self.enforce_retention(user_id)
-        archived, remembered = results[: len(turns)], results[len(turns) :]
-        if evicted and remembered:
-            remembered[-1] = replace(remembered[-1], evicted=tuple(evicted))
-        return ArchiveResult(tuple(r.item for r in archived), tuple(skipped), tuple(evicted)), remembered
+        # Under the user's lock, with the ingests queued behind it: one write for all (_group).
+        return self._group.run(user_id, self._lock(user_id), (turns, skipped, facts, check_archived, vectors),
+                               lambda ingests: write_ingests(
+                                   self.items, user_id, ingests, enforce_retention=lambda: self.enforce_retention(user_id),
+                                   write=lambda entries, dedup_from, vecs: self._write(
+                                       user_id, entries, dedup_from=dedup_from, vectors=vecs)))
 
     def _write(
         self, user_id: str, entries: Sequence[Entry], *, dedup_from: int, vectors: Mapping[str, list[float]]
