@@ -29,7 +29,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from hmem.longterm._args import Entry
 from hmem.longterm.types import ArchiveResult, RememberResult
@@ -88,40 +88,54 @@ class GroupCommit(Generic[W, R]):
         return job.result  # type: ignore[return-value]  # set with done
 
 
-#: One queued ingest: its turns, the message ids already skipped, its facts, whether to
-#: look for turns archived before, and the vectors it embedded (by dense text).
-Ingest = tuple[list[Entry], list[str], Sequence[Entry], bool, Mapping[str, list[float]]]
+class Ingest(NamedTuple):
+    """One queued :meth:`LongTermStore.ingest <hmem.longterm.store.LongTermStore.ingest>`."""
+
+    turns: list[Entry]
+    skipped: list[str]  # message ids already skipped (not archivable)
+    facts: Sequence[Entry]
+    check_archived: bool  # look for turns archived before
+    vectors: Mapping[str, list[float]]  # what it embedded, by dense text
+
+
 Written = tuple[ArchiveResult, list[RememberResult]]
 
 
+class _Write(Protocol):
+    def __call__(self, entries: Sequence[Entry], *, dedup_from: int,
+                 vectors: Mapping[str, list[float]]) -> list[RememberResult]: ...
+
+
 def write_ingests(
-    items: ItemStore, user_id: str, ingests: Sequence[Ingest], *,
-    write: Callable[[Sequence[Entry], int, Mapping[str, list[float]]], list[RememberResult]],
+    items: ItemStore, ingests: Sequence[Ingest], user_id: str, *, write: _Write,
     enforce_retention: Callable[[], list[MemoryItem]],
 ) -> list[Written]:
     """Write ``ingests`` (queued for one user, under its lock) as one batch, as if one
-    after another: ``write(entries, dedup_from, vectors)`` gets every turn, then every
-    fact; a turn archived before, or earlier in the batch, is skipped where its ingest
-    asks to check. The items the retention cap removes are reported to the last ingest."""
-    sources = {e.source_message_id or "" for turns, _, _, check, _ in ingests if check for e in turns}
+    after another: ``write(entries, dedup_from=, vectors=)`` (the store's, for the user)
+    gets every turn, then every fact; a turn archived before, or earlier in the batch, is
+    skipped where its ingest asks to check. The items the retention cap removes are
+    reported to the last ingest."""
+    sources = {e.source_message_id or "" for ing in ingests if ing.check_archived for e in ing.turns}
     have = _archived(items, user_id, sources) if sources else set()
     kept: list[list[Entry]] = []
     skipped_of: list[list[str]] = []
-    for turns, skipped, _, check, _ in ingests:
-        new = [e for e in turns if not check or e.source_message_id not in have]
-        skipped_of.append(skipped + [e.source_message_id or "" for e in turns if check and e.source_message_id in have])
+    for ing in ingests:
+        check = ing.check_archived
+        new = [e for e in ing.turns if not check or e.source_message_id not in have]
+        skipped_of.append(ing.skipped + [e.source_message_id or "" for e in ing.turns
+                                         if check and e.source_message_id in have])
         have |= {e.source_message_id for e in new}  # a later ingest of the same turn finds it archived
         kept.append(new)
     all_turns = [e for turns in kept for e in turns]
-    facts = [e for _, _, ingest_facts, _, _ in ingests for e in ingest_facts]
-    vectors = {text: vec for *_, ingest_vectors in ingests for text, vec in ingest_vectors.items()}
-    results = write([*all_turns, *facts], len(all_turns), vectors)
+    facts = [e for ing in ingests for e in ing.facts]
+    vectors = {text: vec for ing in ingests for text, vec in ing.vectors.items()}
+    results = write([*all_turns, *facts], dedup_from=len(all_turns), vectors=vectors)
     evicted = tuple(enforce_retention())
     out: list[Written] = []
     t, f = 0, len(all_turns)
-    for (_, _, ingest_facts, _, _), turns, skipped in zip(ingests, kept, skipped_of, strict=True):
-        archived, remembered = results[t : t + len(turns)], results[f : f + len(ingest_facts)]
-        t, f = t + len(turns), f + len(ingest_facts)
+    for ing, turns, skipped in zip(ingests, kept, skipped_of, strict=True):
+        archived, remembered = results[t : t + len(turns)], results[f : f + len(ing.facts)]
+        t, f = t + len(turns), f + len(ing.facts)
         out.append((ArchiveResult(tuple(r.item for r in archived), tuple(skipped)), list(remembered)))
     if evicted:
         archive, remembered = out[-1]

@@ -30,6 +30,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -180,11 +181,10 @@ class LongTermStore:
             self.check_vectors(user_id, write=True)
         vectors = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
         # Under the user's lock, with the ingests queued behind it: one write for all (_group).
-        return self._group.run(user_id, self._lock(user_id), (turns, skipped, facts, check_archived, vectors),
-                               lambda ingests: write_ingests(
-                                   self.items, user_id, ingests, enforce_retention=lambda: self.enforce_retention(user_id),
-                                   write=lambda entries, dedup_from, vecs: self._write(
-                                       user_id, entries, dedup_from=dedup_from, vectors=vecs)))
+        write_all = partial(write_ingests, self.items, user_id=user_id, write=partial(self._write, user_id),
+                            enforce_retention=partial(self.enforce_retention, user_id))
+        return self._group.run(user_id, self._lock(user_id), Ingest(turns, skipped, facts, check_archived, vectors),
+                               write_all)
 
     def _write(
         self, user_id: str, entries: Sequence[Entry], *, dedup_from: int, vectors: Mapping[str, list[float]]
