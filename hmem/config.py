@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tomllib
@@ -128,6 +129,10 @@ class Settings:
     warm_up: bool = False  # load and run the embedding model when the Memory is built (servers)
 
     def __post_init__(self) -> None:
+        # from_env checks these on the way in (_coerce); a Settings(...) built directly skips it.
+        for name, allowed in _literal_fields().items():
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"HMEM_{name.upper()}={getattr(self, name)!r}: use one of {list(allowed)}")
         for name in ("sessions", "summaries", "profile", "items"):
             value = getattr(self, name)
             if value not in ("sqlite", "memory") and not value.startswith(
@@ -177,9 +182,6 @@ class Settings:
             raise ConfigError("HMEM_RELEVANCE_CUTOFF must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
-        if self.embed_provider not in get_args(EmbedProvider):  # Settings(...) built directly skips _coerce
-            raise ConfigError(f"HMEM_EMBED_PROVIDER={self.embed_provider!r}: use one of "
-                              f"{list(get_args(EmbedProvider))}")
         if self.embed_provider == "onnx" and self.embed_model is not None:
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: HMEM_EMBED_PROVIDER=onnx runs the packaged "
                               "all-MiniLM-L6-v2 only (and is the default); unset HMEM_EMBED_MODEL, or set "
@@ -271,6 +273,12 @@ def _convert(name: str, annotation: Any, value: Any) -> Any:
         return _coerce(annotation, value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"HMEM_{name.upper()}={_shown(name, value)!r} is invalid: {exc}") from None
+
+
+@functools.cache
+def _literal_fields() -> dict[str, tuple[Any, ...]]:
+    """The fields of :class:`Settings` typed as a ``Literal``, with the values they allow."""
+    return {name: get_args(hint) for name, hint in get_type_hints(Settings).items() if get_origin(hint) is Literal}
 
 
 def _coerce(annotation: Any, value: Any) -> Any:

@@ -171,3 +171,12 @@ def test_a_bad_toml_value_error_hides_a_secret_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         Settings.from_env({}, file=f)
     assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize(("field", "bad"), [("embed_provider", "nope"), ("window_policy", "sliding"),
+                                            ("compaction", "later"), ("archive_turns", "never"),
+                                            ("extraction", "Background")])
+def test_a_settings_built_directly_refuses_a_value_outside_its_choices(field: str, bad: str) -> None:
+    # from_env checks these on the way in; Settings(...) itself checks every choice field too.
+    with pytest.raises(ConfigError, match=f"HMEM_{field.upper()}='{bad}': use one of"):
+        Settings(**{field: bad})  # type: ignore[arg-type]
