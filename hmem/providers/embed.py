@@ -5,6 +5,9 @@
   first ``embed`` (never at import or construction), offline, batched, normalised,
   on GPU when torch sees one.
 * :class:`OpenAICompatibleEmbedder` — any ``/v1/embeddings`` endpoint.
+* :class:`FallbackEmbedder` — wraps the embedder that runs instead of the configured one
+  (e5 or the ONNX MiniLM, where they cannot run) and says why
+  (:attr:`~FallbackEmbedder.fallback`, shown by ``Memory.stats`` and ``hmem inspect``).
 * :class:`CachedEmbedder` — wraps any embedder; vectors keyed by (model, sha256(text)) in
   an :class:`EmbeddingCache` (:class:`SqliteEmbeddingCache` in the shared hmem file, behind
   a bounded in-memory :class:`LruEmbeddingCache`), so re-adding or re-indexing a text never
@@ -45,6 +48,7 @@ from hmem.types import Usage, check_text
 __all__ = [
     "CachedEmbedder",
     "EmbeddingCache",
+    "FallbackEmbedder",
     "LruEmbeddingCache",
     "MemoryEmbeddingCache",
     "OpenAICompatibleEmbedder",
@@ -285,6 +289,36 @@ class WrappedEmbedder:
         """Why the inner embedder stands in for the configured one (None: it does not)."""
         reason = getattr(self._inner, "fallback", None)
         return None if reason is None else str(reason)
+
+
+class FallbackEmbedder(WrappedEmbedder):
+    """The embedder that runs in place of the configured one, which cannot run here.
+
+    Everything is delegated to ``inner``; :attr:`fallback` says what was asked for and
+    why it is not used, so no fallback goes unnoticed.
+
+    >>> class Tiny:
+    ...     model_name, dimension, symmetric = "tiny", 2, True
+    ...     def embed(self, texts): return [[1.0, 0.0] for _ in texts]
+    ...     def embed_query(self, texts): return self.embed(texts)
+    >>> FallbackEmbedder(Tiny(), requested="e5", reason="no wheel for arm64").fallback
+    'e5 cannot run here (no wheel for arm64); using tiny instead'
+    """
+
+    def __init__(self, inner: Any, *, requested: str, reason: str) -> None:
+        super().__init__(inner)
+        self.requested = requested
+        self.reason = reason
+
+    @property
+    def fallback(self) -> str:
+        return f"{self.requested} cannot run here ({self.reason}); using {self._inner.model_name} instead"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return list(self._inner.embed(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return list(self._inner.embed_query(texts))
 
 
 class CachedEmbedder(WrappedEmbedder):

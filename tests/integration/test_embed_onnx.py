@@ -97,7 +97,7 @@ def test_where_it_cannot_be_imported_torch_minilm_stands_in_and_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
     from hmem.memory import Memory
-    from hmem.providers.e5 import FallbackEmbedder
+    from hmem.providers.embed import FallbackEmbedder
 
     settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory")  # the default provider
     with caplog.at_level(logging.WARNING, logger="hmem.build"):
