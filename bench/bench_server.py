@@ -126,15 +126,20 @@ async def bench_backend(label: str, url: str, args: argparse.Namespace) -> tuple
     return phases, f"{label}: {await loss_check(url, user, args.sessions, sent)}"
 
 
-async def loss_check(url: str, user: str, sessions: int, sent: set[str]) -> str:
-    """Every acknowledged message id of ``sent`` is stored exactly once in sessions s0..s<n-1>."""
+async def loss_counts(url: str, user: str, sessions: int, sent: set[str]) -> tuple[int, int]:
+    """(lost, duplicated) of the acknowledged message ids ``sent``, which must each be
+    stored exactly once in sessions s0..s<n-1>."""
     async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
         seen: Counter[str] = Counter()
         for k in range(sessions):
             r = await http.get(f"/v1/users/{user}/sessions/s{k}/messages")
             seen.update(m["id"] for m in r.json()["messages"])
-    lost = len(sent - set(seen))
-    dup = sum(c - 1 for c in seen.values() if c > 1)
+    return len(sent - set(seen)), sum(c - 1 for c in seen.values() if c > 1)
+
+
+async def loss_check(url: str, user: str, sessions: int, sent: set[str]) -> str:
+    """Every acknowledged message id of ``sent`` is stored exactly once in sessions s0..s<n-1>."""
+    lost, dup = await loss_counts(url, user, sessions, sent)
     return f"{len(sent)} appended, {lost} lost, {dup} duplicated"
 
 

@@ -60,7 +60,7 @@ from hmem.testing.embedders import CountingEmbedder
 from hmem.types import Message
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_server import KEY, Phase, loss_check, run_phase, start_server
+from bench_server import KEY, Phase, loss_counts, run_phase, start_server
 
 BIG_USERS = ("cold-a", "cold-b")  # 1,000 archived turns each
 
@@ -210,16 +210,15 @@ async def serve_appends(url: str, clients: int, requests: int, sessions: int,
         warm.raise_for_status()
     label = f"append 1 turn, {clients} clients" + (f", {users} users" if users > 1 else ", 1 user")
     phase = await run_phase(label, clients, requests, append, url)
-    checks, archived = [], 0
+    lost = dup = archived = 0
     for u in sorted({user_of(n) for n in range(clients)}):
         sent = {f"c{n}-{i}" for n in range(clients) if user_of(n) == u for i in range(requests)}
-        checks.append(await loss_check(url, u, sessions, sent))
+        user_lost, user_dup = await loss_counts(url, u, sessions, sent)
+        lost, dup = lost + user_lost, dup + user_dup
         async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as http:
             listed = await http.get(f"/v1/users/{u}/items", params={"limit": 10_000})
             listed.raise_for_status()
             archived += len({it["source_message_id"] for it in listed.json()["items"] if it["kind"] == "turn"})
-    lost = sum(int(c.split(", ")[1].split()[0]) for c in checks)
-    dup = sum(int(c.split(", ")[2].split()[0]) for c in checks)
     return phase, f"{clients * requests} appended, {lost} lost, {dup} duplicated", archived
 
 
