@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from hmem._options import UserStores
+from hmem.backends.write_behind import WriteBehindVectorIndex
 
 __all__ = ["PROBE_USER", "BackendReady", "probes", "run_probes"]
 
@@ -43,12 +44,14 @@ class BackendReady:
 def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]:
     """A probe per tier: sessions, summaries, profile, items, vectors, lexical."""
     lt = stores.longterm
+    # Named after the index behind a write-behind front: that is what answers.
+    vectors = lt.vectors.inner if isinstance(lt.vectors, WriteBehindVectorIndex) else lt.vectors
     return {
         "sessions": (stores.sessions, lambda: stores.sessions.list_sessions(PROBE_USER)),
         "summaries": (stores.summaries, lambda: stores.summaries.get(PROBE_USER, PROBE_USER)),
         "profile": (stores.profile, lambda: stores.profile.get(PROBE_USER, "probe")),
         "items": (lt.items, lambda: lt.items.count(PROBE_USER)),
-        "vectors": (lt.vectors, lambda: lt.vectors.count(PROBE_USER)),
+        "vectors": (vectors, lambda: lt.vectors.count(PROBE_USER)),
         "lexical": (lt.lexical, lambda: lt.lexical.count(PROBE_USER)),
     }
 

@@ -113,7 +113,15 @@ def _compose(
     except ConfigError as exc:
         shown = ", ".join(f"HMEM_{name.upper()}={value}" for name, value in knobs.items())
         raise ConfigError(f"{shown}: {exc}") from None
-    longterm = LongTermStore(items, vectors or build_vectors(settings, data_dir), lexical, cached, config=config)
+    if vectors is None:
+        vectors = build_vectors(settings, data_dir)
+        if settings.vector_writes == "behind" or (settings.vector_writes == "auto" and settings.vectors == "chroma"):
+            from hmem.backends.write_behind import WriteBehindVectorIndex
+
+            # Upserts return once in the SQLite outbox; a thread moves them into the index.
+            vectors = WriteBehindVectorIndex(vectors, db)  # type: ignore[arg-type]  # both backends search in batches
+            closers.append(vectors.close)
+    longterm = LongTermStore(items, vectors, lexical, cached, config=config)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
     # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the

@@ -92,6 +92,7 @@ class Settings:
     redis_wait_timeout_ms: int = 1000  # how long that WAIT may take
     session_ttl_s: float | None = None
     vectors: str = "chroma"
+    vector_writes: Literal["auto", "behind", "direct"] = "auto"  # auto: behind for embedded Chroma
     embed_provider: EmbedProvider = "onnx"  # chosen by bench/bench_embedders.py (docs/bench-embedders.md)
     embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; onnx: none
     embed_base_url: str | None = None

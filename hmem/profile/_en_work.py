@@ -33,6 +33,7 @@ _STOP = (r"(?:of|in|at|for|with|to|from|and|or|but|the|a|an|my|our|who|that|whic
          r"very|really|huge|big|total|bit|kind|sort|here|there|now|still|just|basically|literally|professional napper)")
 _MOD = rf"(?!{_STOP}\b)[A-Za-z][\w/&'-]*"
 _JOB_HEAD = rf"(?:{_alt(JOBS)})"
+_FIELDS = _alt(FIELDS)  # built once: escaping every field word on each clause cost ~0.3 ms a turn
 #: "senior" is a study year only when no job word follows ("a senior data scientist" is not a student).
 _HEAD = rf"(?:{_JOB_HEAD}|(?:{_alt(STUDY_YEARS)})(?!\s+(?:[A-Za-z][\w/&'-]*\s+){{0,3}}?{_JOB_HEAD}\b))"
 _SPECIAL = (r"stay[- ]at[- ]home (?:mom|mum|dad|parent|mother|father|mama)|full[- ]time (?:mom|mum|dad|parent)|"
@@ -152,8 +153,8 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
     if m and not negated(p[: m.start()]):  # "I'm in nursing school" → nursing student
         kind = {"medical": "med", "graduate": "grad", "veterinary": "vet"}.get(m.group("s").lower(), m.group("s").lower())
         return [fact("occupation", f"{kind} student", 0.75, c.text)]
-    m = re.match(rf"^(?:am|are) in (?P<f>{_alt(FIELDS)})\b", p, flags) or \
-        re.search(rf"\bwork(?:s|ing)? in (?P<f>{_alt(FIELDS)})\b", p, flags)
+    m = re.match(rf"^(?:am|are) in (?P<f>{_FIELDS})\b", p, flags) or \
+        re.search(rf"\bwork(?:s|ing)? in (?P<f>{_FIELDS})\b", p, flags)
     if m and not negated(p[: m.start("f")]):
         return [fact("occupation", m.group("f"), 0.75, c.text)]
     m = re.match(rf"^(?:am |are )?(?:currently )?(?:doing|pursuing|studying for|working on|in the middle of|"
@@ -172,7 +173,7 @@ def _occupation(cs: Sequence[Clause], i: int) -> list[Found]:
     if m and c.first and i + 1 < len(cs) and cs[i + 1].sentence == c.sentence and cs[i + 1].pred \
             and allowed(cs[i + 1], CURRENT):  # "As a nurse, what should I …?" only presupposes it
         return [fact("occupation", _clean_job(m.group("job")), 0.75, c.text)]
-    m = re.match(rf"^(?:do|does) (?P<f>{_alt(FIELDS)}) for a living\b", p, flags)  # "I do accounting for a living"
+    m = re.match(rf"^(?:do|does) (?P<f>{_FIELDS}) for a living\b", p, flags)  # "I do accounting for a living"
     if m:
         return [fact("occupation", m.group("f"), 0.75, c.text)]
     # "I run a small bakery in Asheville" → bakery owner; "I manage a warehouse" → warehouse manager

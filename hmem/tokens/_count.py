@@ -102,6 +102,8 @@ def _as_messages(value: object, field: str = "messages") -> list[Message]:
 
 _RUN = re.compile(r"\s+|\w+|[^\s\w]+")
 _SCAN_LIMIT = 64
+_MEMO_ENTRIES = 8192  # texts whose counts a tokenizer remembers
+_MEMO_CHARS = 4000  # longer texts are counted each time (rarely recounted, costly to keep)
 
 
 class _ChatTokenizer:
@@ -112,6 +114,7 @@ class _ChatTokenizer:
     """
 
     _name: str
+    _memo: dict[str, int] | None = None  # text -> _raw(text), made on first use
 
     @property
     def name(self) -> str:
@@ -119,6 +122,21 @@ class _ChatTokenizer:
 
     def _raw(self, text: str) -> int:
         raise NotImplementedError
+
+    def _piece(self, text: str) -> int:
+        """``_raw(text)``, remembered for short texts: the session buffer's messages are
+        counted again on every add (the window policy) and every context()."""
+        if len(text) > _MEMO_CHARS:
+            return self._raw(text)
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        found = memo.get(text)
+        if found is None:
+            if len(memo) >= _MEMO_ENTRIES:
+                memo.clear()  # crude but safe under threads; refilled by the next few calls
+            found = memo[text] = self._raw(text)
+        return found
 
     def _scale(self, n: int) -> int:
         return n
@@ -141,9 +159,9 @@ class _ChatTokenizer:
           + sum over tool calls of (7 + function name + arguments)
         """
         m = _as_message(message)
-        n = TOKENS_PER_MESSAGE + self._raw(m.role) + self._raw(m.content or "")
+        n = TOKENS_PER_MESSAGE + self._piece(m.role) + self._piece(m.content or "")
         if m.name is not None:
-            n += TOKENS_PER_NAME + self._raw(m.name)
+            n += TOKENS_PER_NAME + self._piece(m.name)
         if m.tool_call_id is not None:
             n += self._raw(m.tool_call_id)
         for call in m.tool_calls:

@@ -1,11 +1,13 @@
 """The VectorIndex contract (:class:`hmem.testing.contracts.VectorIndexContract`) on
 every backend: numpy reference, Chroma embedded (collection-per-user and where-filter
-scoping) and a real `chroma run` server."""
+scoping), a real `chroma run` server, and the write-behind front (rows kept pending, and
+moved at once into embedded Chroma)."""
 
 from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from chroma_helpers import ChromaServer, chroma_server  # noqa: F401  (fixture)
 
 from hmem.backends.chroma import ChromaVectorIndex, chroma_http_client, chroma_persistent_client, collection_name
 from hmem.backends.memory.vectors import MemoryVectorIndex
+from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.backends.write_behind import WriteBehindVectorIndex
 from hmem.protocols import VectorIndex
 from hmem.testing.contracts import VectorIndexContract
 
@@ -49,6 +53,29 @@ class TestChromaServerVectorIndex(VectorIndexContract):
         # A fresh prefix per test keeps tests apart on the one shared server.
         prefix = f"t{secrets.token_hex(4)}"
         return ChromaVectorIndex(chroma_http_client(chroma_server.host, chroma_server.port), collection_prefix=prefix)
+
+
+class TestWriteBehindPendingVectorIndex(VectorIndexContract):
+    """Write-behind whose rows stay pending (no pause is long enough to move them) unless
+    a call flushes: queries answer from the merge of both sides."""
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> Iterator[VectorIndex]:
+        front = WriteBehindVectorIndex(MemoryVectorIndex(), SqliteDatabase(tmp_path / "outbox.sqlite3"),
+                                       idle_s=3600, max_pending=10_000)
+        yield front
+        front.close()
+
+
+class TestWriteBehindChromaVectorIndex(VectorIndexContract):
+    """Write-behind in front of embedded Chroma (the embedded default), moving at once."""
+
+    @pytest.fixture
+    def index(self, tmp_path: Path) -> Iterator[VectorIndex]:
+        front = WriteBehindVectorIndex(ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma")),
+                                       SqliteDatabase(tmp_path / "outbox.sqlite3"), idle_s=0)
+        yield front
+        front.close()
 
 
 def test_collection_names_are_valid_and_distinct() -> None:

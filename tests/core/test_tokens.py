@@ -31,6 +31,7 @@ from hmem.protocols import Tokenizer
 from hmem.tokens import (
     TOOL_CALL_OVERHEAD,
     EstimateTokenizer,
+    TiktokenTokenizer,
     count_tokens,
     get_tokenizer,
     load_encoding,
@@ -490,3 +491,20 @@ def test_missing_bpe_openai_gives_config_error_with_the_fix() -> None:
     proc = _run(script, {})
     assert proc.returncode == 0, proc.stderr
     assert "pip install bpe-openai" in proc.stdout
+
+
+def test_remembered_counts_stay_exact_past_the_memo_bound() -> None:
+    """count_message remembers the counts of short texts (the buffer is recounted on every
+    add): counts stay those of tiktoken itself while the memo fills, is cleared and refills,
+    and a long text (not remembered) is still counted."""
+    from hmem.tokens._count import _MEMO_CHARS, _MEMO_ENTRIES
+
+    tokenizer = TiktokenTokenizer("o200k_base")
+    enc = tiktoken.get_encoding("o200k_base")
+    texts = [f"note {i}: {'ab' * (i % 7)} the {i % 13}th pass" for i in range(_MEMO_ENTRIES + 500)]
+    texts.append("word " * (_MEMO_CHARS // 4))
+    for _ in range(2):  # the second pass reads what the first remembered (and what survived the clear)
+        for text in texts:
+            message = Message(role="user", content=text)
+            assert tokenizer.count_message(message) == 3 + len(enc.encode("user")) + len(enc.encode_ordinary(text))
+    assert 0 < len(tokenizer._memo or {}) <= _MEMO_ENTRIES

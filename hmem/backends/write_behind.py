@@ -1,0 +1,399 @@
+"""Write-behind for a vector index: an upsert is durable when it returns; the index
+catches up in a background thread, in batches, while writes pause.
+
+Why: an upsert into embedded Chroma costs ~5-7 ms, as much as the encode, on every
+``Memory.add``. Here it writes its rows to an outbox table in hmem's SQLite file (durable
+as the items are) and to an in-memory index; a thread moves them into the wrapped index,
+many per upsert, then deletes them from the outbox. What callers see does not change:
+
+- a query searches the wrapped index *and* the pending vectors, a pending vector replacing
+  the index's older one of the same id (metadata too): the next recall finds an add;
+- ``delete``/``delete_user`` wait for a move of that user in flight, then drop the pending
+  rows: a deleted vector never comes back;
+- ``count``, ``set_stamp``, ``staged`` (and ``stamp`` until one is recorded) first move
+  the user's pending rows;
+- a crash loses nothing acknowledged: rows left in the outbox are loaded at the first use
+  after a restart (cost: the rows left, never all items) and moved then.
+
+If the wrapped index refuses or is down, rows stay in the outbox, queries still find them
+and the move is retried (backing off to :data:`MAX_BACKOFF_S`, a warning in the log);
+``flush`` raises :class:`~hmem.errors.BackendUnavailable` after its timeout, naming the
+cause. One process per outbox, as for embedded Chroma, the index it is made for.
+
+Example::
+
+    >>> from hmem.backends.memory.vectors import MemoryVectorIndex
+    >>> from hmem.backends.sqlite.db import SqliteDatabase
+    >>> index = WriteBehindVectorIndex(MemoryVectorIndex(), SqliteDatabase(":memory:"))
+    >>> index.upsert("u1", ["tea"], [[1.0, 0.0]])
+    >>> [hit.id for hit in index.query("u1", [1.0, 0.0], k=1)]  # found before it is moved
+    ['tea']
+    >>> index.flush(); index.inner.count("u1")
+    1
+    >>> index.close()
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from hmem.backends._outbox import Outbox, Row, SearchableIndex, Stage
+from hmem.backends.memory.vectors import MemoryVectorIndex, check_query, check_query_ids, check_vectors
+from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
+from hmem.protocols import IndexStamp, ScoredId, StagedVectors
+from hmem.types import check_id
+
+__all__ = ["IDLE_S", "MAX_BACKOFF_S", "MAX_PENDING", "WriteBehindVectorIndex"]
+
+log = logging.getLogger("hmem.backends.write_behind")
+
+#: Rows move once writes pause this long (a chat's adds are seconds apart) or once this
+#: many wait: Chroma's upsert holds the GIL, so moves in pauses keep it off the callers'
+#: path, and one upsert of many rows costs far less than one each.
+IDLE_S = 0.1
+MAX_PENDING = 256
+#: The longest wait between two attempts to move a user's rows into an index that refuses.
+MAX_BACKOFF_S = 5.0
+_FIRST_BACKOFF_S = 0.05
+_MOVE_BATCH = 4000  # rows per upsert into the wrapped index (below Chroma's batch limit)
+
+
+class WriteBehindVectorIndex:
+    """A :class:`~hmem.protocols.VectorIndex` in front of ``inner`` whose upserts return
+    once they are in the outbox table of ``db`` (see the module doc).
+
+    Rows move once writes pause for ``idle_s`` seconds or once ``max_pending`` wait
+    (:data:`IDLE_S`, :data:`MAX_PENDING`); ``flush_timeout_s``: how long :meth:`flush` (and
+    the calls that flush first) waits for an index that refuses before raising.
+    """
+
+    def __init__(self, inner: SearchableIndex, db: SqliteDatabase, *, idle_s: float = IDLE_S,
+                 max_pending: int = MAX_PENDING, flush_timeout_s: float = 30.0) -> None:
+        if not (idle_s >= 0 and max_pending >= 1 and flush_timeout_s > 0):
+            raise ConfigError(f"WriteBehindVectorIndex needs idle_s >= 0, max_pending >= 1 and flush_timeout_s > 0, "
+                              f"got {idle_s!r}, {max_pending!r}, {flush_timeout_s!r}")
+        self.inner = inner
+        self._outbox = Outbox(db)
+        self._idle_s = idle_s
+        self._max_pending = max_pending
+        self._flush_timeout_s = flush_timeout_s
+        self._cond = threading.Condition()  # guards every field below
+        self._rows: dict[str, dict[str, Row]] = {}  # user -> item id -> newest pending row
+        self._pending = MemoryVectorIndex()  # the same rows, for queries
+        self._moving: dict[str, threading.Lock] = {}  # held while a user's rows move (or are deleted)
+        self._stamps: dict[str, IndexStamp] = {}  # known stamps (the dimension check of upsert)
+        self._retry_at: dict[str, float] = {}
+        self._backoff: dict[str, float] = {}
+        self._error: str | None = None  # the last refusal of the wrapped index, until a move succeeds
+        self._last_write = 0.0  # monotonic time of the last upsert
+        self._flushers = 0  # callers waiting in flush(): move at once
+        self._draining = False  # a move started: go on until nothing is left
+        self._loaded = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def _load_locked(self) -> None:
+        """Load the rows a previous process left in the outbox (under the lock, once)."""
+        if self._closed:
+            raise BackendUnavailable("the vector index was closed: open the Memory again")
+        if self._loaded:
+            return
+        left = self._outbox.load()
+        for user_id, rows in left.items():
+            self._add_locked(user_id, list(rows.items()))
+        self._loaded = True
+        if left:
+            log.info("moving %d vectors left in the outbox by an earlier process into the vector index",
+                     sum(len(rows) for rows in left.values()))
+            self._start_locked()
+
+    def _add_locked(self, user_id: str, rows: Sequence[tuple[str, Row]]) -> None:
+        self._rows.setdefault(user_id, {}).update(rows)
+        self._pending.upsert(user_id, [i for i, _ in rows], _matrix(r for _, r in rows),
+                             [r.metadata for _, r in rows])
+
+    def _drop_locked(self, user_id: str, ids: Collection[str] | None = None) -> None:
+        """Forget the user's pending rows (``ids``, or all) in memory and in the outbox."""
+        rows = self._rows.get(user_id, {})
+        gone = list(rows) if ids is None else [i for i in ids if i in rows]
+        if not gone:
+            return
+        self._outbox.drop(user_id, gone)
+        for i in gone:
+            del rows[i]
+        self._pending.delete(user_id, gone)
+        if not rows:
+            self._rows.pop(user_id, None)
+        self._cond.notify_all()
+
+    def _start_locked(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="hmem-vector-writer", daemon=True)
+            self._thread.start()
+
+    def _lock_of(self, user_id: str) -> threading.Lock:
+        with self._cond:
+            return self._moving.setdefault(user_id, threading.Lock())
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                user, wait = self._next_locked()
+                while user is None:
+                    if self._closed and not self._rows:
+                        return
+                    self._cond.wait(wait)
+                    user, wait = self._next_locked()
+            self._move(user)
+
+    def _next_locked(self) -> tuple[str | None, float | None]:
+        """The user whose rows to move now (the longest-waiting first), else how long to
+        wait: moves start once writes pause for ``idle_s``, once ``max_pending`` rows wait,
+        or at once for a flush, and then go on until nothing is left."""
+        if not self._rows:
+            self._draining = False
+            return None, None
+        now = time.monotonic()
+        if not self._draining:
+            quiet_for = now - self._last_write
+            if not (self._flushers or self._closed or quiet_for >= self._idle_s
+                    or sum(len(rows) for rows in self._rows.values()) >= self._max_pending):
+                return None, self._idle_s - quiet_for
+            self._draining = True
+        for user in self._rows:
+            if self._retry_at.get(user, 0.0) <= now:
+                self._rows[user] = self._rows.pop(user)  # to the back of the line
+                return user, None
+        return None, max(0.001, min(self._retry_at.get(u, now) for u in self._rows) - now)
+
+    def _move(self, user_id: str) -> None:
+        with self._lock_of(user_id):
+            with self._cond:
+                batch = sorted(self._rows.get(user_id, {}).items(), key=lambda kv: kv[1].seq)[: _MOVE_BATCH]
+            if not batch:
+                return
+            try:
+                self.inner.upsert(user_id, [i for i, _ in batch], _matrix(r for _, r in batch),
+                                  [r.metadata for _, r in batch])
+            except Exception as exc:  # kept in the outbox; retried after a back-off
+                self._refused(user_id, len(batch), exc)
+                return
+            with self._cond:
+                last = batch[-1][1].seq
+                try:
+                    self._outbox.clear_through(user_id, last)
+                except Exception:  # the rows are moved; left in the outbox, a restart moves them again
+                    log.exception("could not clear %d moved vectors of user %r from the outbox", len(batch), user_id)
+                rows = self._rows.get(user_id, {})
+                moved = [i for i, r in batch if rows.get(i) is r]  # not those written again meanwhile
+                for i in moved:
+                    del rows[i]
+                self._pending.delete(user_id, moved)
+                if not rows:
+                    self._rows.pop(user_id, None)
+                self._retry_at.pop(user_id, None)
+                self._backoff.pop(user_id, None)
+                self._error = None
+                self._cond.notify_all()
+
+    def _refused(self, user_id: str, n: int, exc: Exception) -> None:
+        with self._cond:
+            wait = min(MAX_BACKOFF_S, self._backoff.get(user_id, _FIRST_BACKOFF_S / 2) * 2)
+            first = user_id not in self._backoff
+            self._backoff[user_id] = wait
+            self._retry_at[user_id] = time.monotonic() + wait
+            self._error = f"{type(exc).__name__}: {exc}"
+            self._cond.notify_all()
+        if first:
+            log.warning("the vector index refused %d vectors of user %r (%s); they stay in the outbox, are found by "
+                        "queries, and are retried every <= %.0f s", n, user_id, self._error, MAX_BACKOFF_S)
+
+    def pending(self, user_id: str | None = None) -> int:
+        """How many vectors (of ``user_id``, or of everyone) wait to be moved."""
+        with self._cond:
+            self._load_locked()
+            return self._count_locked(user_id)
+
+    def _count_locked(self, user_id: str | None) -> int:
+        if user_id is not None:
+            return len(self._rows.get(user_id, ()))
+        return sum(len(rows) for rows in self._rows.values())
+
+    def flush(self, user_id: str | None = None, timeout: float | None = None) -> None:
+        """Wait until the pending vectors (of ``user_id``, or all) are in the wrapped index.
+
+        Raises :class:`~hmem.errors.BackendUnavailable` after ``timeout`` seconds (default:
+        ``flush_timeout_s``) if the index still refuses them; they stay in the outbox."""
+        limit = self._flush_timeout_s if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        with self._cond:
+            self._load_locked()
+            self._flushers += 1
+            try:
+                while left := self._count_locked(user_id):
+                    self._start_locked()
+                    self._cond.notify_all()
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        whose = f" of user {user_id!r}" if user_id is not None else ""
+                        raise BackendUnavailable(
+                            f"{left} vectors{whose} still wait to be written to the vector index after {limit:g} s "
+                            f"({self._error or 'no answer yet'}); they are kept in the outbox and written once the "
+                            "index takes them: check that Chroma is reachable")
+                    self._cond.wait(remaining)
+            finally:
+                self._flushers -= 1
+
+    def close(self, timeout: float | None = None) -> None:
+        """Move what is pending (waiting up to ``timeout``; what is left stays in the
+        outbox for the next process) and stop the thread. Idempotent."""
+        with self._cond:
+            if self._closed:
+                return
+        try:
+            self.flush(timeout=timeout)
+        except BackendUnavailable as exc:
+            log.warning("closing with vectors not yet in the vector index: %s", exc)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=5.0)
+
+    def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
+        check_id(user_id, "user_id")
+        id_list, mat, metas = check_vectors(ids, vectors, metadatas)
+        if not id_list:
+            return
+        dim = int(mat.shape[1])
+        known = self._known_stamp(user_id)
+        if known is not None and known.dimension != dim:
+            raise InvalidInput(f"vectors have dimension {dim} but this user's index is stamped {known.embedder} "
+                               f"(dim {known.dimension})", field="vectors")
+        with self._cond:
+            self._load_locked()
+            waiting = self._rows.get(user_id)
+            if waiting:
+                have = next(iter(waiting.values())).vector.shape[0]
+                if have != dim:
+                    raise InvalidInput(f"vectors have dimension {dim} but this user's vectors have {have}",
+                                       field="vectors")
+            rows = self._outbox.add(user_id, id_list, mat, metas)
+            self._add_locked(user_id, list(zip(id_list, rows, strict=True)))
+            self._last_write = time.monotonic()
+            self._start_locked()
+            self._cond.notify_all()
+
+    def _known_stamp(self, user_id: str) -> IndexStamp | None:
+        with self._cond:
+            known = self._stamps.get(user_id)
+        if known is None:
+            known = self.inner.stamp(user_id)
+            if known is not None and known.embedder is not None:  # unstamped vectors may still be stamped
+                with self._cond:
+                    self._stamps[user_id] = known
+        return known
+
+    def _forget_stamp(self, user_id: str) -> None:
+        with self._cond:
+            self._stamps.pop(user_id, None)
+
+    def _search(self, user_id: str, inner: Any, pending: Any, k: int) -> list[ScoredId]:
+        """``inner(depth)`` merged with ``pending()``: a pending vector replaces the index's."""
+        with self._cond:
+            self._load_locked()
+            waiting = set(self._rows.get(user_id, ()))
+            # Read before the index: a row moved in between is then found in both, never in neither.
+            found = pending() if waiting else []
+        if not waiting:
+            return list(inner(k))
+        # Most pending rows are new ids the index lacks: ask for a little more first, and
+        # for all that a pending id could displace only when that was not enough.
+        depth = k + min(k, len(waiting))
+        hits = inner(depth)
+        kept = [h for h in hits if h.id not in waiting]
+        if len(kept) < k and len(hits) == depth and depth < k + len(waiting):
+            kept = [h for h in inner(k + len(waiting)) if h.id not in waiting]
+        return sorted(kept + found, key=lambda h: -h.score)[:k]
+
+    def query(self, user_id: str, vector: Sequence[float], k: int,
+              where: Mapping[str, Any] | None = None) -> list[ScoredId]:
+        check_query(user_id, vector, k, where)
+        return self._search(user_id, lambda depth: self.inner.query(user_id, vector, depth, where),
+                            lambda: self._pending.query(user_id, vector, k, where), k)
+
+    def query_many(self, user_id: str, vectors: Sequence[Sequence[float]], k: int,
+                   where: Mapping[str, Any] | None = None) -> list[list[ScoredId]]:
+        """:meth:`query` for many vectors (the wrapped index's one round trip when nothing is pending)."""
+        check_id(user_id, "user_id")
+        with self._cond:
+            self._load_locked()
+            busy = user_id in self._rows
+        if not busy:
+            return self.inner.query_many(user_id, vectors, k, where)
+        return [self.query(user_id, v, k, where) for v in vectors]
+
+    def query_ids(self, user_id: str, vector: Sequence[float], k: int, ids: Collection[str]) -> list[ScoredId]:
+        check_query_ids(user_id, vector, k, ids)
+        return self._search(user_id, lambda depth: self.inner.query_ids(user_id, vector, depth, ids),
+                            lambda: self._pending.query_ids(user_id, vector, k, ids), k)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        with self._lock_of(user_id):  # no move of the user's rows in flight
+            self.inner.delete(user_id, ids)  # validates; refused, it changes nothing here either
+            with self._cond:
+                self._load_locked()
+                self._drop_locked(user_id, set(ids))
+
+    def delete_user(self, user_id: str) -> None:
+        with self._lock_of(user_id):  # no move of the user's rows in flight
+            self.inner.delete_user(user_id)
+            with self._cond:
+                self._load_locked()
+                self._drop_locked(user_id)
+                self._stamps.pop(user_id, None)
+
+    def count(self, user_id: str) -> int:
+        check_id(user_id, "user_id")
+        self.flush(user_id)
+        return self.inner.count(user_id)
+
+    def stamp(self, user_id: str) -> IndexStamp | None:
+        check_id(user_id, "user_id")
+        with self._cond:
+            known = self._stamps.get(user_id)
+        if known is not None:  # a recorded stamp: the pending rows cannot change it
+            return known
+        self.flush(user_id)  # unstamped vectors report their dimension: the index must hold them
+        return self.inner.stamp(user_id)
+
+    def set_stamp(self, user_id: str, stamp: IndexStamp) -> None:
+        check_id(user_id, "user_id")
+        self.flush(user_id)  # the stamp is checked against the vectors the index holds
+        self.inner.set_stamp(user_id, stamp)
+        self._forget_stamp(user_id)
+
+    def users(self) -> list[str]:
+        with self._cond:
+            self._load_locked()
+            waiting = set(self._rows)
+        return sorted(set(self.inner.users()) | waiting)
+
+    def staged(self, user_id: str, stamp: IndexStamp) -> StagedVectors:
+        check_id(user_id, "user_id")
+        self.flush(user_id)
+        self._forget_stamp(user_id)
+        return Stage(self.inner.staged(user_id, stamp), lambda: self._forget_stamp(user_id))
+
+
+def _matrix(rows: Iterable[Row]) -> Sequence[Sequence[float]]:
+    return cast("Sequence[Sequence[float]]", np.stack([r.vector for r in rows]))
