@@ -1,7 +1,7 @@
 """The durable half of :mod:`hmem.backends.write_behind`: the ``vector_outbox`` table in
 hmem's SQLite file, one row per vector not yet in the vector index (newest last); the
-index the front needs behind it; and the rebuild area wrapper that tells the front when a
-rebuild committed.
+index the front needs behind it, and the guard that keeps it from being read while it is
+written; and the rebuild area wrapper that tells the front when a rebuild committed.
 
 Example::
 
@@ -19,7 +19,9 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping, Sequence
+import threading
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -28,7 +30,7 @@ import numpy as np
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.protocols import ScoredId, StagedVectors, VectorIndex
 
-__all__ = ["Outbox", "Row", "SearchableIndex", "Stage"]
+__all__ = ["Guarded", "Outbox", "ReadWriteLock", "Row", "SearchableIndex", "Stage"]
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS vector_outbox (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -118,3 +120,68 @@ class Stage:
             self._inner.commit()
         finally:
             self._on_commit()
+
+
+class ReadWriteLock:
+    """Many readers at once, or one writer; a waiting writer goes before new readers.
+    Not reentrant: a holder must not ask again."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            while self._writing or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self._cond:
+            self._writers_waiting += 1
+            try:
+                while self._writing or self._readers:
+                    self._cond.wait()
+            finally:
+                self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class Guarded:
+    """``inner`` whose reads wait while it is written. Why: embedded Chroma fails a query
+    that runs while another thread's upsert creates a collection's HNSW files ("Error
+    creating hnsw segment reader: Nothing found on disk", seen in hmem's sample eval once
+    moves ran in a thread); reads among themselves still run side by side."""
+
+    _READS = frozenset({"query", "query_many", "query_ids", "count", "stamp", "users"})
+
+    def __init__(self, inner: SearchableIndex) -> None:
+        self._inner = inner
+        self._lock = ReadWriteLock()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._inner, name)
+        hold = self._lock.reading if name in self._READS else self._lock.writing
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with hold():
+                return method(*args, **kwargs)
+
+        return call

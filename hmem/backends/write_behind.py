@@ -43,7 +43,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from hmem.backends._outbox import Outbox, Row, SearchableIndex, Stage
+from hmem.backends._outbox import Guarded, Outbox, Row, SearchableIndex, Stage
 from hmem.backends.memory.vectors import MemoryVectorIndex, check_query, check_query_ids, check_vectors
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
@@ -67,12 +67,10 @@ _MOVE_BATCH = 4000  # rows per upsert into the wrapped index (below Chroma's bat
 
 class WriteBehindVectorIndex:
     """A :class:`~hmem.protocols.VectorIndex` in front of ``inner`` whose upserts return
-    once they are in the outbox table of ``db`` (see the module doc).
-
-    Rows move once writes pause for ``idle_s`` seconds or once ``max_pending`` wait
-    (:data:`IDLE_S`, :data:`MAX_PENDING`); ``flush_timeout_s``: how long :meth:`flush` (and
-    the calls that flush first) waits for an index that refuses before raising.
-    """
+    once they are in the outbox table of ``db`` (see the module doc). Rows move once writes
+    pause for ``idle_s`` seconds or once ``max_pending`` wait (:data:`IDLE_S`,
+    :data:`MAX_PENDING`); ``flush_timeout_s``: how long :meth:`flush` (and the calls that
+    flush first) waits for an index that refuses before raising."""
 
     def __init__(self, inner: SearchableIndex, db: SqliteDatabase, *, idle_s: float = IDLE_S,
                  max_pending: int = MAX_PENDING, flush_timeout_s: float = 30.0) -> None:
@@ -80,6 +78,7 @@ class WriteBehindVectorIndex:
             raise ConfigError(f"WriteBehindVectorIndex needs idle_s >= 0, max_pending >= 1 and flush_timeout_s > 0, "
                               f"got {idle_s!r}, {max_pending!r}, {flush_timeout_s!r}")
         self.inner = inner
+        self._index = cast(SearchableIndex, Guarded(inner))  # every call below goes through it
         self._outbox = Outbox(db)
         self._idle_s = idle_s
         self._max_pending = max_pending
@@ -145,9 +144,10 @@ class WriteBehindVectorIndex:
     def _run(self) -> None:
         while True:
             with self._cond:
-                user, wait = self._next_locked()
+                # Closed (after close() moved what it could): what is left stays in the outbox.
+                user, wait = (None, None) if self._closed else self._next_locked()
                 while user is None:
-                    if self._closed and not self._rows:
+                    if self._closed:
                         return
                     self._cond.wait(wait)
                     user, wait = self._next_locked()
@@ -180,7 +180,7 @@ class WriteBehindVectorIndex:
             if not batch:
                 return
             try:
-                self.inner.upsert(user_id, [i for i, _ in batch], _matrix(r for _, r in batch),
+                self._index.upsert(user_id, [i for i, _ in batch], _matrix(r for _, r in batch),
                                   [r.metadata for _, r in batch])
             except Exception as exc:  # kept in the outbox; retried after a back-off
                 self._refused(user_id, len(batch), exc)
@@ -297,7 +297,7 @@ class WriteBehindVectorIndex:
         with self._cond:
             known = self._stamps.get(user_id)
         if known is None:
-            known = self.inner.stamp(user_id)
+            known = self._index.stamp(user_id)
             if known is not None and known.embedder is not None:  # unstamped vectors may still be stamped
                 with self._cond:
                     self._stamps[user_id] = known
@@ -328,7 +328,7 @@ class WriteBehindVectorIndex:
     def query(self, user_id: str, vector: Sequence[float], k: int,
               where: Mapping[str, Any] | None = None) -> list[ScoredId]:
         check_query(user_id, vector, k, where)
-        return self._search(user_id, lambda depth: self.inner.query(user_id, vector, depth, where),
+        return self._search(user_id, lambda depth: self._index.query(user_id, vector, depth, where),
                             lambda: self._pending.query(user_id, vector, k, where), k)
 
     def query_many(self, user_id: str, vectors: Sequence[Sequence[float]], k: int,
@@ -339,24 +339,24 @@ class WriteBehindVectorIndex:
             self._load_locked()
             busy = user_id in self._rows
         if not busy:
-            return self.inner.query_many(user_id, vectors, k, where)
+            return self._index.query_many(user_id, vectors, k, where)
         return [self.query(user_id, v, k, where) for v in vectors]
 
     def query_ids(self, user_id: str, vector: Sequence[float], k: int, ids: Collection[str]) -> list[ScoredId]:
         check_query_ids(user_id, vector, k, ids)
-        return self._search(user_id, lambda depth: self.inner.query_ids(user_id, vector, depth, ids),
+        return self._search(user_id, lambda depth: self._index.query_ids(user_id, vector, depth, ids),
                             lambda: self._pending.query_ids(user_id, vector, k, ids), k)
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         with self._lock_of(user_id):  # no move of the user's rows in flight
-            self.inner.delete(user_id, ids)  # validates; refused, it changes nothing here either
+            self._index.delete(user_id, ids)  # validates; refused, it changes nothing here either
             with self._cond:
                 self._load_locked()
                 self._drop_locked(user_id, set(ids))
 
     def delete_user(self, user_id: str) -> None:
         with self._lock_of(user_id):  # no move of the user's rows in flight
-            self.inner.delete_user(user_id)
+            self._index.delete_user(user_id)
             with self._cond:
                 self._load_locked()
                 self._drop_locked(user_id)
@@ -365,7 +365,7 @@ class WriteBehindVectorIndex:
     def count(self, user_id: str) -> int:
         check_id(user_id, "user_id")
         self.flush(user_id)
-        return self.inner.count(user_id)
+        return self._index.count(user_id)
 
     def stamp(self, user_id: str) -> IndexStamp | None:
         check_id(user_id, "user_id")
@@ -374,25 +374,25 @@ class WriteBehindVectorIndex:
         if known is not None:  # a recorded stamp: the pending rows cannot change it
             return known
         self.flush(user_id)  # unstamped vectors report their dimension: the index must hold them
-        return self.inner.stamp(user_id)
+        return self._index.stamp(user_id)
 
     def set_stamp(self, user_id: str, stamp: IndexStamp) -> None:
         check_id(user_id, "user_id")
         self.flush(user_id)  # the stamp is checked against the vectors the index holds
-        self.inner.set_stamp(user_id, stamp)
+        self._index.set_stamp(user_id, stamp)
         self._forget_stamp(user_id)
 
     def users(self) -> list[str]:
         with self._cond:
             self._load_locked()
             waiting = set(self._rows)
-        return sorted(set(self.inner.users()) | waiting)
+        return sorted(set(self._index.users()) | waiting)
 
     def staged(self, user_id: str, stamp: IndexStamp) -> StagedVectors:
         check_id(user_id, "user_id")
         self.flush(user_id)
         self._forget_stamp(user_id)
-        return Stage(self.inner.staged(user_id, stamp), lambda: self._forget_stamp(user_id))
+        return Stage(self._index.staged(user_id, stamp), lambda: self._forget_stamp(user_id))
 
 
 def _matrix(rows: Iterable[Row]) -> Sequence[Sequence[float]]:

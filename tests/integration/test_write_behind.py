@@ -138,6 +138,31 @@ def test_a_delete_during_a_move_leaves_no_orphan(db: SqliteDatabase) -> None:
         front.close()
 
 
+def test_reads_of_the_index_wait_while_a_move_writes_it(db: SqliteDatabase) -> None:
+    """Embedded Chroma once failed a query that ran while the writer thread's upsert was
+    creating the collection's files: the index is never read while it is written."""
+    inner = BlockingIndex()
+    inner.release.set()
+    inner.upsert("u2", ["x"], [_vec(9)])  # u2's vector is in the index itself
+    inner.release.clear()
+    inner.entered.clear()
+    front = WriteBehindVectorIndex(inner, db, idle_s=0)
+    try:
+        front.upsert("u1", ["a"], [_vec(1)])
+        assert inner.entered.wait(10)  # the move of u1's row is writing the index, held
+        answers: list[list[str]] = []
+        reader = threading.Thread(target=lambda: answers.append([h.id for h in front.query("u2", _vec(9), 1)]))
+        reader.start()
+        reader.join(0.3)
+        assert reader.is_alive() and not answers  # the read of u2 waits for the write ...
+        inner.release.set()
+        reader.join(10)
+        assert answers == [["x"]]  # ... then runs
+    finally:
+        inner.release.set()
+        front.close()
+
+
 def test_a_delete_of_a_pending_vector_drops_it_from_the_outbox(db: SqliteDatabase) -> None:
     inner = MemoryVectorIndex()
     front = WriteBehindVectorIndex(inner, db, idle_s=3600)
@@ -164,6 +189,20 @@ def test_an_index_that_is_down_loses_nothing_and_says_so(db: SqliteDatabase) -> 
     front.flush("u1", timeout=10)  # once the index answers, they move (after the back-off)
     assert inner.count("u1") == 1 and front.pending() == 0
     front.close()
+
+
+def test_closing_while_the_index_is_down_keeps_the_rows_for_the_next_process(db: SqliteDatabase) -> None:
+    inner = DownIndex()
+    front = WriteBehindVectorIndex(inner, db, idle_s=0, flush_timeout_s=0.3)
+    front.upsert("u1", ["a"], [_vec(1)])
+    front.close()  # waits 0.3 s for the index, then stops (a warning in the log)
+    assert front._thread is not None and not front._thread.is_alive()  # no writer left retrying
+    inner.down = False
+    again = WriteBehindVectorIndex(inner, db, idle_s=0)
+    assert again.pending("u1") == 1
+    again.flush()
+    assert inner.count("u1") == 1 and again.pending() == 0
+    again.close()
 
 
 def test_bad_input_changes_nothing(db: SqliteDatabase) -> None:
