@@ -103,7 +103,7 @@ def _as_messages(value: object, field: str = "messages") -> list[Message]:
 _RUN = re.compile(r"\s+|\w+|[^\s\w]+")
 _SCAN_LIMIT = 64
 _MEMO_ENTRIES = 8192  # texts whose counts a tokenizer remembers
-_MEMO_CHARS = 4000  # longer texts are counted each time (rarely recounted, costly to keep)
+_MEMO_CHARS = 2000  # longer texts are counted each time (rarely recounted; keeps the memo under ~16 MB)
 
 
 class _ChatTokenizer:
