@@ -125,9 +125,14 @@ class WriteBehindVectorIndex:
         if not gone:
             return
         self._outbox.drop(user_id, gone)
-        for i in gone:
+        self._forget_locked(user_id, gone)
+
+    def _forget_locked(self, user_id: str, ids: Sequence[str]) -> None:
+        """Forget these pending rows of the user in memory (the outbox is the caller's)."""
+        rows = self._rows.get(user_id, {})
+        for i in ids:
             del rows[i]
-        self._pending.delete(user_id, gone)
+        self._pending.delete(user_id, ids)
         if not rows:
             self._rows.pop(user_id, None)
         self._cond.notify_all()
@@ -164,7 +169,7 @@ class WriteBehindVectorIndex:
         if not self._draining:
             quiet_for = now - self._last_write
             if not (self._flushers or self._closed or quiet_for >= self._idle_s
-                    or sum(len(rows) for rows in self._rows.values()) >= self._max_pending):
+                    or self._count_locked(None) >= self._max_pending):
                 return None, self._idle_s - quiet_for
             self._draining = True
         for user in self._rows:
@@ -192,16 +197,10 @@ class WriteBehindVectorIndex:
                 except Exception:  # the rows are moved; left in the outbox, a restart moves them again
                     log.exception("could not clear %d moved vectors of user %r from the outbox", len(batch), user_id)
                 rows = self._rows.get(user_id, {})
-                moved = [i for i, r in batch if rows.get(i) is r]  # not those written again meanwhile
-                for i in moved:
-                    del rows[i]
-                self._pending.delete(user_id, moved)
-                if not rows:
-                    self._rows.pop(user_id, None)
+                self._forget_locked(user_id, [i for i, r in batch if rows.get(i) is r])  # not those written again
                 self._retry_at.pop(user_id, None)
                 self._backoff.pop(user_id, None)
                 self._error = None
-                self._cond.notify_all()
 
     def _refused(self, user_id: str, n: int, exc: Exception) -> None:
         with self._cond:
