@@ -52,6 +52,8 @@ __all__ = ["MemoryParts", "build_embedder", "build_llm", "build_parts", "build_v
 log = logging.getLogger("hmem.build")
 
 SQLITE_FILE = "hmem.sqlite3"
+#: Chroma collections of the sentence keys (hmem.longterm.keys), beside the items' "hmem-…".
+KEYS_PREFIX = "hmemkeys"
 
 
 def build_parts(
@@ -106,7 +108,7 @@ def _compose(
                                max_batch=settings.embed_batch_max)
     closers.append(batched.close)
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
-    knobs = {name: value for name in ("feedback_rounds", "time_weight", "session_weight")
+    knobs = {name: value for name in ("feedback_rounds", "time_weight", "session_weight", "question_weight")
              if (value := getattr(settings, name)) is not None}
     try:
         config = LongTermConfig(**knobs) if knobs else None
@@ -121,7 +123,14 @@ def _compose(
             # Upserts return once in the SQLite outbox; a thread moves them into the index.
             vectors = WriteBehindVectorIndex(vectors, db)  # type: ignore[arg-type]  # both backends search in batches
             closers.append(vectors.close)
-    longterm = LongTermStore(items, vectors, lexical, cached, config=config)
+    keys = None
+    if settings.sentence_keys:
+        from hmem.backends.sentence_keys import SentenceKeysBehind
+
+        keys = SentenceKeysBehind(build_vectors(settings, data_dir, collection_prefix=KEYS_PREFIX), cached, db)
+        # Closed before the embedder it builds with (closers run in order on close).
+        closers.insert(closers.index(batched.close), keys.close)
+    longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys)
     chat_llm = llm if llm is not None else build_llm(settings)
     tokenizer = get_tokenizer(settings.model)
     # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the
@@ -332,19 +341,21 @@ def _torch_minilm_instead(provider: str, requested: str, problem: str) -> Embedd
     return fallback
 
 
-def build_vectors(settings: Settings, data_dir: Path) -> VectorIndex:
-    """The vector index the settings select: embedded Chroma, a Chroma server, or memory."""
+def build_vectors(settings: Settings, data_dir: Path, *, collection_prefix: str = "hmem") -> VectorIndex:
+    """The vector index the settings select: embedded Chroma, a Chroma server, or memory
+    (``collection_prefix``: Chroma's collections; the sentence keys have their own)."""
     from hmem.backends.chroma import ChromaVectorIndex, chroma_http_client, chroma_persistent_client
     from hmem.backends.memory.vectors import MemoryVectorIndex
 
     if settings.vectors == "memory":
         return MemoryVectorIndex()
     if settings.vectors == "chroma":
-        return ChromaVectorIndex(chroma_persistent_client(data_dir / "chroma"))
+        return ChromaVectorIndex(chroma_persistent_client(data_dir / "chroma"), collection_prefix=collection_prefix)
     parsed = urlparse(settings.vectors)
     if not parsed.hostname:
         raise ConfigError(f"HMEM_VECTORS={settings.vectors!r}: expected chroma://host:port")
-    return ChromaVectorIndex(chroma_http_client(parsed.hostname, parsed.port or 8000))
+    return ChromaVectorIndex(chroma_http_client(parsed.hostname, parsed.port or 8000),
+                             collection_prefix=collection_prefix)
 
 
 def build_llm(settings: Settings) -> LLM | None:

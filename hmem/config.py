@@ -109,6 +109,8 @@ class Settings:
     feedback_rounds: int | None = None  # recall rounds, 1 (no feedback round) to 3; none = LongTermConfig's default
     time_weight: float | None = None  # boost of items in a date the question names, 0 (off) to 10; none = default
     session_weight: float | None = None  # share of its session's best other hit a hit gains, 0 (off) to 10; none = default
+    question_weight: float | None = None  # how much a hit that asks is scored down, 0 (off) to 1; none = default
+    sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40
@@ -192,10 +194,10 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
-        for name in ("time_weight", "session_weight"):  # before any store is opened
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= value <= 10.0:
-                raise ConfigError(f"HMEM_{name.upper()}={value}: must be a number in [0, 10] (0 = off)")
+        for name, high in (("time_weight", 10.0), ("session_weight", 10.0), ("question_weight", 1.0)):
+            value = getattr(self, name)  # before any store is opened
+            if value is not None and not 0.0 <= value <= high:
+                raise ConfigError(f"HMEM_{name.upper()}={value}: must be a number in [0, {high:g}] (0 = off)")
         wait = self.embed_batch_wait_ms
         check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
                        self.embed_batch_max)

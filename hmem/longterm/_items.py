@@ -10,6 +10,7 @@
 Example::
 
     >>> from hmem.longterm._args import Entry
+from hmem.longterm.dedup import dedup_key
     >>> turn = Entry("hi", kind="turn", session_id="s1", source_message_id="m1", speaker="user")
     >>> new_item_id("u1", turn) == new_item_id("u1", turn), entry_dense_text(turn)
     (True, 'user: hi')
@@ -24,7 +25,10 @@ from datetime import datetime
 
 from hmem.longterm import fusion as fz
 from hmem.longterm._args import Entry
+from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import PREVIOUS_TURN_KEY, PREVIOUS_TURN_MAX_CHARS, dense_line, speaker_line
+from hmem.longterm.types import RememberResult
+from hmem.protocols import ItemStore
 from hmem.types import MemoryItem, Message, new_id
 
 __all__ = [
@@ -33,6 +37,7 @@ __all__ = [
     "new_item",
     "new_item_id",
     "retention_victims",
+    "skip_exact_duplicates",
     "with_previous_turns",
 ]
 
@@ -105,3 +110,28 @@ def retention_victims(
     value = {it.id: it.importance * fz.recency_factor((now - it.created_at).total_seconds(), half_life_seconds)
              for it in items}
     return sorted(items, key=lambda it: (value[it.id], it.created_at, it.id))[: len(items) - cap]
+
+
+def skip_exact_duplicates(
+    items: ItemStore, user_id: str, entries: Sequence[Entry], *, dedup_from: int, now: datetime,
+) -> tuple[list[RememberResult | None], list[int], dict[tuple[str, str], int]]:
+    """Screen ``entries`` before a write: those from index ``dedup_from`` on (facts) that
+    repeat a stored item or an earlier entry of the batch word for word are skipped
+    (their results filled in). Returns the results so far, the indexes of the entries to
+    write, and the first entry of each dedup key (kind, normalised text)."""
+    results: list[RememberResult | None] = [None] * len(entries)
+    pending: list[int] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, e in enumerate(entries):
+        if i >= dedup_from:
+            existing = items.find_duplicate(user_id, e.kind, e.text)
+            key = (e.kind, dedup_key(e.text))
+            if existing is not None:
+                results[i] = RememberResult("skipped", existing, 1.0)
+                continue
+            if key in seen:
+                results[i] = RememberResult("skipped", new_item(user_id, entries[seen[key]], "", now), 1.0)
+                continue
+            seen[key] = i
+        pending.append(i)
+    return results, pending, seen

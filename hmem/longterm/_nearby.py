@@ -25,7 +25,7 @@ import numpy as np
 from hmem.protocols import ItemStore, ScoredId, VectorIndex
 from hmem.types import MemoryItem
 
-__all__ = ["NEIGHBOURS", "near_duplicate", "neighbours"]
+__all__ = ["NEIGHBOURS", "near_duplicate", "neighbours", "neighbours_of"]
 
 #: How many stored vectors each new entry is compared with.
 NEIGHBOURS = 5
@@ -39,6 +39,18 @@ def neighbours(vectors: VectorIndex, user_id: str, queries: Sequence[Sequence[fl
     if query_many is not None:
         return list(query_many(user_id, queries, NEIGHBOURS))
     return [vectors.query(user_id, v, NEIGHBOURS) for v in queries]
+
+
+def neighbours_of(vectors: VectorIndex, user_id: str, queries: Sequence[Sequence[float]], deduped: Sequence[bool],
+                  *, searched: bool) -> list[list[ScoredId]]:
+    """The stored neighbours of each query that is ``deduped`` (none for the others, or
+    for all when not ``searched``: near-duplicate detection is off)."""
+    out: list[list[ScoredId]] = [[] for _ in queries]
+    wanted = [j for j, d in enumerate(deduped) if d]
+    if searched and wanted:
+        for j, near in zip(wanted, neighbours(vectors, user_id, [queries[j] for j in wanted]), strict=True):
+            out[j] = near
+    return out
 
 
 def near_duplicate(

@@ -23,13 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from hmem.errors import InvalidInput
 from hmem.longterm._args import index_metadata
 from hmem.longterm.index_text import dense_text, lexical_text
 from hmem.longterm.supersede import CLAIM_KEY, SUPERSEDED_AT, SUPERSEDED_BY, SUPERSEDES, plan_supersession
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, VectorIndex
-from hmem.types import MemoryItem
+from hmem.types import MemoryItem, check_id
 
-__all__ = ["lexical_add", "link_versions", "persist", "revive_versions"]
+__all__ = ["check_restore", "lexical_add", "link_versions", "persist", "rebuild_lexical", "restore_items",
+           "revive_versions"]
 
 
 def persist(
@@ -59,6 +61,33 @@ def persist(
             for doc_id in new_ids:
                 lexical.remove(user_id, doc_id)
         raise
+
+
+def check_restore(user_id: str, items: Sequence[MemoryItem], vectors: Sequence[Sequence[float]] | None) -> bool:
+    """Check the arguments of :meth:`LongTermStore.restore`; False when there is nothing to do."""
+    check_id(user_id, "user_id")
+    if any(it.user_id != user_id for it in items):
+        raise InvalidInput("every restored item must belong to user_id", field="items")
+    if vectors is not None and len(vectors) != len(items):
+        raise InvalidInput("vectors must match items one to one", field="vectors")
+    return bool(items)
+
+
+def restore_items(
+    items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, user_id: str, *, restored: Sequence[MemoryItem],
+    vecs: Sequence[Sequence[float]],
+) -> None:
+    """Write exported items back verbatim and index them with ``vecs`` (item store first)."""
+    items.put(list(restored))
+    vectors.upsert(user_id, [it.id for it in restored], vecs, [index_metadata(it) for it in restored])
+    lexical_add(lexical, user_id, [(it.id, lexical_text(it)) for it in restored])
+
+
+def rebuild_lexical(lexical: LexicalIndex, user_id: str, everything: Sequence[MemoryItem], batch_size: int) -> None:
+    """Replace the user's lexical entries by those of ``everything``, a batch at a time."""
+    lexical.delete_user(user_id)
+    for start in range(0, len(everything), batch_size):
+        lexical_add(lexical, user_id, [(it.id, lexical_text(it)) for it in everything[start : start + batch_size]])
 
 
 def lexical_add(lexical: LexicalIndex, user_id: str, docs: Sequence[tuple[str, str]]) -> None:

@@ -20,12 +20,13 @@ from datetime import date, datetime, timedelta
 
 from hmem.longterm import fusion as fz
 from hmem.longterm.dates import mentions_period
+from hmem.longterm.index_text import sentences
 from hmem.protocols import ScoredId
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
-    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "fusion_rrf", "fusion_weighted",
-    "session_support", "to_hits",
+    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "demote_questions", "fusion_rrf",
+    "fusion_weighted", "question_share", "session_support", "to_hits",
 ]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
@@ -159,6 +160,42 @@ def session_support(
     for d, gain in gains.items():  # applied after: a gain never feeds another hit's gain
         own, boosts = scored[d]
         scored[d] = (own + gain, {**boosts, "session": round((own + gain) / own, 6)})
+    return sorted(pool, key=lambda d: (-scored[d][0], d))
+
+
+def question_share(text: str) -> float:
+    """The share of ``text``'s sentences that are questions (end in ``?`` or ``？``).
+
+    A turn that asks ("How did the kids like it?") says little that answers a later
+    question about its topic: the answer is the next turn, whose BM25 key already holds
+    the question (:mod:`hmem.longterm.index_text`).
+
+    >>> question_share("Wow, Mel! How'd they like it?"), question_share("We went camping."), question_share("")
+    (0.5, 0.0, 0.0)
+    """
+    said = sentences(text)
+    if not said:
+        return 0.0
+    return sum(1 for s in said if "?" in s[-3:] or "\uff1f" in s[-3:]) / len(said)
+
+
+def demote_questions(pool: Sequence[str], scored: Scored, share_of: Mapping[str, float], weight: float) -> list[str]:
+    """``pool`` best first after each hit's score is multiplied by ``1 - weight × share``
+    (``share_of``: its :func:`question_share`; a hit not in it is left alone), recorded
+    as the factor ``boosts["question"]``. Pure; ``scored`` is updated in place.
+
+    >>> scored = {"ask": (1.0, {}), "tell": (0.8, {})}
+    >>> demote_questions(["ask", "tell"], scored, {"ask": 1.0, "tell": 0.0}, 0.3)
+    ['tell', 'ask']
+    >>> scored["ask"]
+    (0.7, {'question': 0.7})
+    """
+    for d in pool:
+        share = share_of.get(d, 0.0)
+        if share > 0.0 and weight > 0.0:
+            own, boosts = scored[d]
+            factor = round(1.0 - weight * share, 6)
+            scored[d] = (own * factor, {**boosts, "question": factor})
     return sorted(pool, key=lambda d: (-scored[d][0], d))
 
 

@@ -40,14 +40,17 @@ from hmem.longterm._rank import (
     best_first,
     boosted_scores,
     boosts_read_items,
+    demote_questions,
     fusion_rrf,
     fusion_weighted,
+    question_share,
     session_support,
     to_hits,
 )
 from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
+from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
 from hmem.longterm.supersede import is_superseded
 from hmem.longterm.synonyms import expand_query
 from hmem.longterm.types import LongTermConfig
@@ -72,6 +75,7 @@ class RecallPorts:
     vectors: VectorIndex
     lexical: LexicalIndex
     embedder: Embedder
+    keys: SentenceKeyIndex | None = None
 
 
 def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recall, passed on
@@ -88,6 +92,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             return []
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
+    if ports.keys is not None:
+        dense = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
     expanded = expand_query(query)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
@@ -134,6 +140,14 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
         order = session_support(pool, scored, places, config.session_weight) + [d for d in order if d not in head]
         rounds = assign_rounds(rounds, order[:k], kept)  # lifted into the top k from below: the last round's
+    if config.question_weight:
+        # The same pool as session support (its items are read already), after it: a
+        # question still tells which session is on the topic, it is only a poor answer.
+        pool = valid.first(order, max(k, config.candidates))
+        head = set(pool)
+        shares = {d: question_share(it.text) for d in pool if (it := valid[d]).kind == "turn"}
+        order = demote_questions(pool, scored, shares, config.question_weight) + [d for d in order if d not in head]
+        rounds = assign_rounds(rounds, order[:k], kept)
     order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
     if mmr_lambda is not None and order:
         pool = valid.first(order, max(k * 3, 30))
@@ -272,6 +286,19 @@ class _Confirmed(Mapping[str, MemoryItem]):
 
     def __len__(self) -> int:
         return len(self._ids)
+
+
+def _with_keys(
+    keys: SentenceKeyIndex, user_id: str, qvec: Sequence[float], depth: int, own: list[ScoredId], *,
+    flt: ItemFilter, allowed: set[str] | None,
+) -> list[ScoredId]:
+    """``own`` (the dense hits) folded with the nearest sentence keys: keys carry their
+    turn's metadata, so the filter's ``where`` holds for them; the allowed ids are
+    checked on their turns."""
+    found = keys.search(user_id, qvec, depth, where=dense_where(flt) or None)
+    if allowed is not None:
+        found = [h for h in found if key_parent(h.id) in allowed]
+    return fold_keys(own, found)[:depth] if found else own
 
 
 def _dense(

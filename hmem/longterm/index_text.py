@@ -17,6 +17,11 @@ does not say:
   input, so the previous turn would blur the turn's own meaning (measured on the sample
   set: dense recall@10 65.5 → 50.0 with the previous turn); the speaker's name stays
   because questions name people.
+- **sentence keys (embedding)**: for the same reason, a turn of several sentences is
+  also embedded one sentence at a time, ``"<speaker>: <sentence>"`` (at most
+  :data:`MAX_SENTENCE_KEYS`, :func:`sentence_keys`): "I just signed up for a pottery
+  class yesterday" stands out of "Wow, Caroline! That's great! I just signed up … Have you
+  tried it?" (:mod:`hmem.longterm.keys`, docs/longterm.md "Sentence keys").
 
 Facts and other non-turn items are indexed as their text, except that BM25 sees a fact
 extracted offline as the sentence it was said in, in the user's own words
@@ -48,6 +53,8 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 from hmem.longterm.dates import date_keys, day_key, resolve_dates
 from hmem.types import MAX_CONTENT_CHARS, MemoryItem
 
@@ -55,12 +62,15 @@ __all__ = [
     "DATE_SCAN_CHARS",
     "MAX_DATE_KEYS",
     "MAX_INDEX_CHARS",
+    "MAX_SENTENCE_KEYS",
     "PREVIOUS_TURN_KEY",
     "PREVIOUS_TURN_MAX_CHARS",
     "SAID_KEY",
     "dense_line",
     "dense_text",
     "lexical_text",
+    "sentence_keys",
+    "sentences",
     "speaker_line",
 ]
 
@@ -80,6 +90,17 @@ DATE_SCAN_CHARS = 4000
 #: See :data:`DATE_SCAN_CHARS`: more keys would outweigh the turn's own words in BM25.
 MAX_DATE_KEYS = 12
 
+#: Sentence keys of one turn (its first sentences): a pasted document is not a
+#: conversation turn, and each key is one more vector to embed and store.
+MAX_SENTENCE_KEYS = 8
+
+#: A sentence: text up to and including its closing marks (Latin and CJK), or the rest.
+_SENTENCE = re.compile(r"[^.!?\u3002\uff01\uff1f]+[.!?\u3002\uff01\uff1f]*")
+_WORDLIKE = re.compile(r"\w")
+#: A sentence worth a key of its own holds a word of three letters (or characters):
+#: "Hi!" or "OK." alone would match everything a little.
+_KEY_WORTHY = re.compile(r"\w{3}")
+
 #: Longest text handed to an index. The same as the message limit: embedders and
 #: lexical indexes check every text against it, so added context must fit inside it.
 MAX_INDEX_CHARS = MAX_CONTENT_CHARS
@@ -88,6 +109,35 @@ MAX_INDEX_CHARS = MAX_CONTENT_CHARS
 def speaker_line(speaker: str | None, text: str) -> str:
     """``"<speaker>: <text>"`` (just the text without a speaker)."""
     return f"{speaker}: {text}" if speaker else text
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences after ``.``, ``!``, ``?`` and their CJK forms (kept),
+    stripped; pieces without a letter or digit are dropped.
+
+    >>> sentences("Wow, Mel! How'd they like it? We went... 去了。好吗？")
+    ['Wow, Mel!', "How'd they like it?", 'We went...', '去了。', '好吗？']
+    """
+    return [s.strip() for s in _SENTENCE.findall(text) if _WORDLIKE.search(s)]
+
+
+def sentence_keys(item: MemoryItem) -> list[str]:
+    """The texts embedded as sentence keys of ``item``: for an archived turn of two or
+    more sentences worth a key, each as ``"<speaker>: <sentence>"`` (its first
+    :data:`MAX_SENTENCE_KEYS`); none for a one-sentence turn (the turn is its own key)
+    or any other kind of item.
+
+    >>> it = MemoryItem(id="1", user_id="u", kind="turn", speaker="Mel",
+    ...                 text="Hi! Great news. I signed up for a pottery class.")
+    >>> sentence_keys(it)
+    ['Mel: Great news.', 'Mel: I signed up for a pottery class.']
+    """
+    if item.kind != "turn":
+        return []
+    worthy = [s for s in sentences(item.text) if _KEY_WORTHY.search(s)]
+    if len(worthy) < 2:
+        return []
+    return [dense_line(item.kind, item.speaker, s) for s in worthy[:MAX_SENTENCE_KEYS]]
 
 
 def _first_fitting(*candidates: str) -> str:

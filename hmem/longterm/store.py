@@ -9,6 +9,10 @@ the item store does not know, and :meth:`LongTermStore.reindex` repairs both.
 Vectors of two embedders never mix: each user's vectors are stamped with the embedder that
 made them, checked on the first write or recall of the user (:mod:`hmem.longterm._stamps`).
 
+With ``keys`` (a :class:`~hmem.longterm.keys.SentenceKeyIndex`), archived turns are also
+found by their sentences: the store submits each written turn, drops its keys with it,
+and folds the keys' scores into the dense side of recall (:mod:`hmem.longterm.keys`).
+
 Example::
 
     >>> from hmem.backends.memory.items import MemoryItemStore
@@ -42,7 +46,6 @@ from hmem.longterm._args import (
     check_entry,
     check_forget_filter,
     check_recall_args,
-    index_metadata,
     prepare_turns,
 )
 from hmem.longterm._group import GroupCommit, Ingest, Written, write_ingests
@@ -52,14 +55,23 @@ from hmem.longterm._items import (
     new_item,
     new_item_id,
     retention_victims,
+    skip_exact_duplicates,
     with_previous_turns,
 )
-from hmem.longterm._nearby import near_duplicate, neighbours
-from hmem.longterm._persist import lexical_add, link_versions, persist, revive_versions
+from hmem.longterm._nearby import near_duplicate, neighbours_of
+from hmem.longterm._persist import (
+    check_restore,
+    link_versions,
+    persist,
+    rebuild_lexical,
+    restore_items,
+    revive_versions,
+)
 from hmem.longterm._recall import RecallPorts, run_recall
 from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
-from hmem.longterm.index_text import dense_text, lexical_text
+from hmem.longterm.index_text import dense_text
+from hmem.longterm.keys import SentenceKeyIndex, fold_keys, submit_turns
 from hmem.longterm.supersede import CLAIM_KEY
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
 from hmem.protocols import Embedder, ItemStore, LexicalIndex, ScoredId, VectorIndex
@@ -73,11 +85,13 @@ class LongTermStore:
     """A user's long-term items behind one API; collaborators are injected."""
 
     def __init__(self, items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, embedder: Embedder, *,
-                 config: LongTermConfig | None = None, clock: Callable[[], datetime] = utcnow) -> None:
+                 config: LongTermConfig | None = None, clock: Callable[[], datetime] = utcnow,
+                 keys: SentenceKeyIndex | None = None) -> None:
         if not callable(getattr(embedder, "embed_query", None)):
             raise ConfigError(f"{type(embedder).__name__} has no embed_query(texts): add it (a symmetric model "
                               "returns embed(texts)); see hmem.protocols.Embedder")
         self.items, self.vectors, self.lexical, self.embedder = items, vectors, lexical, embedder
+        self.keys = keys
         self.config = config or LongTermConfig()
         self._clock = clock
         self._locks: dict[str, threading.Lock] = {}
@@ -192,29 +206,11 @@ class LongTermStore:
         """Write ``entries``; those from index ``dedup_from`` on are deduplicated (facts),
         the ones before are not (archived turns). ``vectors``: by dense text."""
         now = self._clock()
-        results: list[RememberResult | None] = [None] * len(entries)
-        pending: list[int] = []
-        seen: dict[tuple[str, str], int] = {}
-        for i, e in enumerate(entries):
-            if i >= dedup_from:
-                existing = self.items.find_duplicate(user_id, e.kind, e.text)
-                key = (e.kind, dedup_key(e.text))
-                if existing is not None:
-                    results[i] = RememberResult("skipped", existing, 1.0)
-                    continue
-                if key in seen:
-                    results[i] = RememberResult("skipped", new_item(user_id, entries[seen[key]], "", now), 1.0)
-                    continue
-                seen[key] = i
-            pending.append(i)
+        results, pending, seen = skip_exact_duplicates(self.items, user_id, entries, dedup_from=dedup_from, now=now)
         pending_vecs = [vectors[entry_dense_text(entries[i])] for i in pending]
         threshold = self.config.near_duplicate_threshold
-        near_ids: list[list[ScoredId]] = [[] for _ in pending]
-        deduped = [j for j, i in enumerate(pending) if i >= dedup_from]
-        if threshold is not None and deduped:
-            found = neighbours(self.vectors, user_id, [pending_vecs[j] for j in deduped])
-            for j, near in zip(deduped, found, strict=True):
-                near_ids[j] = near
+        near_ids = neighbours_of(self.vectors, user_id, pending_vecs, [i >= dedup_from for i in pending],
+                                 searched=threshold is not None)
         final: dict[str, tuple[MemoryItem, list[float]]] = {}  # item id -> (item, vector), in write order
         batch_vecs: list[tuple[str, np.ndarray[Any, Any]]] = []
         for i, new_vec, near in zip(pending, pending_vecs, near_ids, strict=True):
@@ -241,6 +237,7 @@ class LongTermStore:
             linked = link_versions(self.items, self.embedder, user_id, final, now)
             results = [replace(r, item=linked[r.item.id]) if r and r.item.id in linked else r for r in results]
             persist(self.items, self.vectors, self.lexical, user_id, final)
+            submit_turns(self.keys, user_id, [it for it, _ in final.values()])
         # A skipped in-batch duplicate reports the item its twin became.
         out: list[RememberResult] = []
         for i, r in enumerate(results):
@@ -274,7 +271,7 @@ class LongTermStore:
         """The user's ``k`` items most relevant to ``query``, best first.
 
         BM25 and dense rankings are fused (``fusion=None`` = ``config.fusion``, by default
-        ``"weighted"`` min-max 0.6 : 0.4; or ``"rrf"``, k=60), then
+        ``"weighted"`` min-max 0.5 : 0.5; or ``"rrf"``, k=60), then
         multiplied by the recency factor and importance boost; ``mmr_lambda`` re-ranks
         for diversity. Each :class:`~hmem.types.Hit` carries both retrievers' ranks
         and scores, ``fused_score`` and ``boosts``. Filters apply to both retrievers
@@ -286,7 +283,7 @@ class LongTermStore:
             fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
             mmr_lambda=mmr_lambda)
         self.check_vectors(user_id)
-        ports = RecallPorts(self.items, self.vectors, self.lexical, self.embedder)
+        ports = RecallPorts(self.items, self.vectors, self.lexical, self.embedder, self.keys)
         return run_recall(ports, self.config, self._clock(), user_id, query, k, args, fusion=fusion,
                           mmr_lambda=mmr_lambda)
 
@@ -311,6 +308,8 @@ class LongTermStore:
                 n = self.items.delete_user(user_id)
                 self.vectors.delete_user(user_id)  # and its stamp
                 self.lexical.delete_user(user_id)
+                if self.keys is not None:
+                    self.keys.delete_user(user_id)
                 with self._locks_guard:
                     self._stamped.discard(user_id)
                 return n
@@ -324,6 +323,8 @@ class LongTermStore:
         self.vectors.delete(user_id, ids)
         for doc_id in ids:
             self.lexical.remove(user_id, doc_id)
+        if self.keys is not None:
+            self.keys.forget(user_id, ids)
         revive_versions(self.items, self.vectors, self.lexical, self.embedder, user_id, deleted=doomed)
         return n
 
@@ -350,18 +351,26 @@ class LongTermStore:
         with self._lock(user_id):
             everything = rebuild_vectors(self.items, self.vectors, self.embedder, user_id, batch_size=batch_size,
                                          progress=progress)
-            self.lexical.delete_user(user_id)
-            for start in range(0, len(everything), batch_size):
-                batch = everything[start : start + batch_size]
-                lexical_add(self.lexical, user_id, [(it.id, lexical_text(it)) for it in batch])
+            rebuild_lexical(self.lexical, user_id, everything, batch_size)
             with self._locks_guard:
                 self._stamped.add(user_id)
+            if self.keys is not None:  # rebuilt behind, from the same items
+                self.keys.delete_user(user_id)
+                submit_turns(self.keys, user_id, everything)
         return len(everything)
 
     def dense_search(self, user_id: str, query: str, k: int) -> list[ScoredId]:
-        """The ``k`` nearest stored vectors of ``query`` (embedded as a question), unfused."""
+        """The ``k`` nearest items of ``query`` (embedded as a question) by their vectors
+        and sentence keys, unfused."""
         self.check_vectors(check_id(user_id, "user_id"))
-        return self.vectors.query(user_id, self.embedder.embed_query([query])[0], k)
+        qvec = self.embedder.embed_query([query])[0]
+        own = self.vectors.query(user_id, qvec, k)
+        return own if self.keys is None else fold_keys(own, self.keys.search(user_id, qvec, k))[:k]
+
+    def flush_keys(self, timeout: float | None = 60.0) -> bool:
+        """Wait until every written turn's sentence keys are searchable (they are built
+        after the write returns); True if they are (or there are no keys)."""
+        return True if self.keys is None else self.keys.flush(timeout)
 
     def count(self, user_id: str) -> int:
         return self.items.count(user_id)
@@ -378,17 +387,11 @@ class LongTermStore:
         """Put exported ``items`` back verbatim (ids, timestamps) and index them, with
         their exported ``vectors`` when given — so recall ranks exactly as before the
         export, even if a fresh embedding would differ in the last float bits."""
-        check_id(user_id, "user_id")
-        if any(it.user_id != user_id for it in items):
-            raise InvalidInput("every restored item must belong to user_id", field="items")
-        if vectors is not None and len(vectors) != len(items):
-            raise InvalidInput("vectors must match items one to one", field="vectors")
-        if not items:
+        if not check_restore(user_id, items, vectors):
             return 0
         vecs = list(vectors) if vectors is not None else self.vectors_for(items)
         with self._lock(user_id):
             self.check_vectors(user_id, write=True)
-            self.items.put(list(items))
-            self.vectors.upsert(user_id, [it.id for it in items], vecs, [index_metadata(it) for it in items])
-            lexical_add(self.lexical, user_id, [(it.id, lexical_text(it)) for it in items])
+            restore_items(self.items, self.vectors, self.lexical, user_id, restored=items, vecs=vecs)
+            submit_turns(self.keys, user_id, items)
         return len(items)

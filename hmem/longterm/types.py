@@ -62,10 +62,11 @@ class LongTermConfig:
     past it the lowest ``importance × 0.5**(age/retention_half_life)`` are removed.
 
     ``fusion`` (default for :meth:`~hmem.longterm.store.LongTermStore.recall`): ``"weighted"`` min-max
-    fusion with ``lexical_weight`` 0.6 : ``dense_weight`` 0.4. Chosen on hmem's sample
-    set and confirmed on LoCoMo (docs/eval.md): min-max keeps *how much* better the top
-    BM25 match is, which RRF's ranks throw away, and the lexical side sees more (the
-    previous turn, speaker, date: :mod:`hmem.longterm.index_text`) than the embedding.
+    fusion with ``lexical_weight`` 0.5 : ``dense_weight`` 0.5. Min-max keeps *how much*
+    better the top BM25 match is, which RRF's ranks throw away (docs/eval.md). The dense
+    side had 0.4 until turns were also found by their sentences (sentence keys,
+    :mod:`hmem.longterm.keys`), which made it the stronger half on LoCoMo's list and
+    open-domain questions (docs/longterm.md, "Sentence keys").
 
     ``feedback_rounds``: recall rounds (1 to :data:`MAX_FEEDBACK_ROUNDS`; 1 = no feedback).
     Each round after the first expands the query with ``feedback_terms`` words of the
@@ -89,6 +90,13 @@ class LongTermConfig:
     but sits beside one that does: LoCoMo R@10 +3.2 on the conversations it was chosen on,
     +4.4 on the others (docs/longterm.md, "Session support").
 
+    ``question_weight``: a turn that asks ("How did the kids like it?") is a poor answer
+    to a later question about its topic (the answer is the next turn): each of the best
+    ``max(k, candidates)`` hits scores ``1 - question_weight × share`` times its score, where
+    share is the part of its sentences that are questions (``Hit.boosts["question"]``);
+    0 turns it off. LoCoMo R@10 +1.3 on the conversations it was chosen on, +0.9 on the
+    others (docs/longterm.md, "Questions are poor answers").
+
     ``superseded_weight``: a fact a newer version of its claim superseded
     (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
     ["superseded"]``; 1 turns it off): the newer version ranks first, the old stays findable.
@@ -97,8 +105,8 @@ class LongTermConfig:
     near_duplicate_threshold: float | None = 0.95
     candidates: int = 50
     rrf_k: int = fz.RRF_K
-    lexical_weight: float = 0.6
-    dense_weight: float = 0.4
+    lexical_weight: float = 0.5
+    dense_weight: float = 0.5
     max_items_per_user: int | None = None
     retention_half_life: timedelta = timedelta(days=30)
     turn_importance: float = 0.3
@@ -111,6 +119,7 @@ class LongTermConfig:
     feedback_weight: float = 0.2
     time_weight: float = 0.2
     session_weight: float = 0.3
+    question_weight: float = 0.5
     superseded_weight: float = 0.5
 
     def __post_init__(self) -> None:
@@ -130,6 +139,7 @@ class LongTermConfig:
         self._check_feedback()
         _check_weight("time_weight", self.time_weight, 10.0, off=" (0 = off)")
         _check_weight("session_weight", self.session_weight, 10.0, off=" (0 = off)")
+        _check_weight("question_weight", self.question_weight, 1.0, off=" (0 = off)")
         _check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
 
     def _check_feedback(self) -> None:

@@ -66,7 +66,8 @@ def test_in_one_sitting_the_order_is_unchanged() -> None:
 
 def _store(weight: float) -> LongTermStore:
     store = LongTermStore(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(), SameVector(),
-                          config=LongTermConfig(session_weight=weight, feedback_rounds=1))
+                          # Questions not scored down: the expected scores below are session support's alone.
+                          config=LongTermConfig(session_weight=weight, feedback_rounds=1, question_weight=0.0))
     # The answer ("sunset over the lake") shares no word with the question, nor does the
     # turn before it (the lexical key holds the previous turn); the one before that does.
     # Another session mentions painting once, in passing.

@@ -57,11 +57,18 @@ def _stack(kind: str, tmp: Path) -> Stack:
     return stack
 
 
+#: The fusion weights the round was designed and measured with. At the 0.5 : 0.5 default
+#: (chosen with sentence keys, docs/longterm.md) the first round's distractors score
+#: higher and this chain's answer lands just below the top K: these tests are about the
+#: round's mechanics, so they pin the weights (the LoCoMo effect is measured, not tested).
+ROUND_WEIGHTS = {"lexical_weight": 0.6, "dense_weight": 0.4}
+
+
 def _rounds(stack: Stack, rounds: int, **extra: object) -> Stack:
     """The same store (so BM25 ties break the same way) with other feedback settings, and
     no session support: the chain shares one session, which alone lifts the answer
     (tests/core/test_session_support.py); these tests are about the feedback round."""
-    extra = {"session_weight": 0.0, **extra}
+    extra = {"session_weight": 0.0, **ROUND_WEIGHTS, **extra}
     stack.store.config = replace(LongTermConfig(), feedback_rounds=rounds, **extra)  # type: ignore[arg-type]
     return stack
 
@@ -121,6 +128,9 @@ def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) 
     found = {}
     for rounds in (2, 1):
         with Memory.open(tmp_path / f"r{rounds}", vectors="memory", feedback_rounds=rounds) as mem:
+            store = mem._longterm  # noqa: SLF001  (the setting under test must have reached it)
+            assert store.config.feedback_rounds == rounds
+            store.config = replace(store.config, **ROUND_WEIGHTS)
             for text in CHAIN + DISTRACTORS:
                 mem.remember("u1", text)
             found[rounds] = {h.item.text: h.round for h in mem.recall("u1", QUESTION, K)}

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from index_doubles import DownIndex
 
 from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
 from hmem.backends.memory.vectors import MemoryVectorIndex
@@ -53,20 +54,6 @@ class BlockingIndex(MemoryVectorIndex):
                metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
         self.entered.set()
         assert self.release.wait(10)
-        super().upsert(user_id, ids, vectors, metadatas)
-
-
-class DownIndex(MemoryVectorIndex):
-    """Refuses every upsert, as a Chroma that is down does, while ``down`` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = True
-
-    def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
-               metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
-        if self.down:
-            raise BackendUnavailable("Chroma call failed: ConnectionError: refused")
         super().upsert(user_id, ids, vectors, metadatas)
 
 

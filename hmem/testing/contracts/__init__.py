@@ -14,6 +14,7 @@ SummaryStoreContract        SummaryStore               ``store``
 ProfileStoreContract        ProfileStore               ``profile_backend`` → ProfileBackend
 ItemStoreContract           ItemStore                  ``store``
 VectorIndexContract         VectorIndex                ``index``
+SentenceKeyIndexContract    SentenceKeyIndex           ``keys`` and ``embedder``
 LexicalIndexContract        LexicalIndex               ``make_index`` → () -> index
 EmbedderContract            Embedder                   ``embedder``
 LLMContract                 LLM (OpenAI-compatible)    ``make_llm`` → LLMFactory
@@ -56,11 +57,12 @@ import pytest
 # Must run before the suites are imported: assertions in them then report their values.
 pytest.register_assert_rewrite(
     *(f"hmem.testing.contracts.{name}" for name in
-      ("embed", "items", "lexical", "llm", "profile", "sessions", "summaries", "tokenizer", "vectors"))
+      ("embed", "items", "keys", "lexical", "llm", "profile", "sessions", "summaries", "tokenizer", "vectors"))
 )
 
 from hmem.testing.contracts.embed import EmbedderContract  # noqa: E402
 from hmem.testing.contracts.items import ItemStoreContract  # noqa: E402
+from hmem.testing.contracts.keys import SentenceKeyIndexContract  # noqa: E402
 from hmem.testing.contracts.lexical import LexicalIndexContract  # noqa: E402
 from hmem.testing.contracts.llm import LLMContract, LLMFactory  # noqa: E402
 from hmem.testing.contracts.profile import ProfileBackend, ProfileStoreContract  # noqa: E402
@@ -77,6 +79,7 @@ __all__ = [
     "LexicalIndexContract",
     "ProfileBackend",
     "ProfileStoreContract",
+    "SentenceKeyIndexContract",
     "SessionBackend",
     "SessionStoreContract",
     "SummaryStoreContract",
