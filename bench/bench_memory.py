@@ -4,17 +4,20 @@ Run:  .venv/bin/python bench/bench_memory.py                       (1k / 10k / 1
       .venv/bin/python bench/bench_memory.py --sizes 1000,10000    (quicker)
 
 Stack: ``Memory.open(tmp)``'s parts (``build_parts``) — SQLite sessions/summaries/profile/items/BM25, Chroma
-PersistentClient, all-MiniLM-L6-v2 on CPU behind the SQLite embedding cache.
+PersistentClient, all-MiniLM-L6-v2 on CPU (the default int8 ONNX build; it was the torch one
+before 2026-12-02) behind the SQLite embedding cache.
 
 1. Ingest through the real write path, real model:
    - turns/s through ``Memory.add`` (the sample conversations of ``data/``, one add per
-     session: archive + offline fact/profile extraction + compaction);
+     session: archive + offline fact/profile extraction + compaction), until ``flush()``
+     returns (the turns' sentence keys are built behind the adds);
    - items/s through the Memory's ``LongTermStore.remember_many`` (batches of 100
      synthetic facts, with write-time dedup).
 2. Latency at N items for one user (N = --sizes): ``recall(k=10)`` and
    ``context(budget=4000)`` p50/p95 over --queries new questions each (every query
    text is new, so its embedding is computed and counted).
-   Filler items are synthetic archived turns written through
+   Filler items are synthetic archived turns of two sentences (so each has two sentence
+   keys; ``--no-sentence-keys`` measures without them) written through
    ``LongTermStore.archive_turns`` in batches of 2,000; their vectors are seeded
    pseudo-random unit vectors (embedding 100k texts would take ~4 min unloaded and far
    longer on a shared 2-core box; index cost does not depend on where vectors came
@@ -49,7 +52,7 @@ from hmem.eval.datasets import load_sample
 from hmem.eval.runner import conversation_batches
 from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory
-from hmem.providers.embed import SentenceTransformerEmbedder
+from hmem.providers.onnx import OnnxMiniLMEmbedder
 from hmem.types import Message
 
 PEOPLE = ["my sister", "my boss", "our neighbour", "my friend Tom", "my daughter", "my partner", "grandma", "Priya"]
@@ -66,7 +69,7 @@ class BenchEmbedder:
     pseudo-random unit vectors instead (filler only; queries are always real)."""
 
     def __init__(self) -> None:
-        self.real = SentenceTransformerEmbedder()
+        self.real = OnnxMiniLMEmbedder()
         self.fake = False
 
     @property
@@ -120,6 +123,7 @@ def ingest_phase(mem: Memory, lt: LongTermStore) -> None:
         for session_id, messages in conversation_batches(conv):
             mem.add(f"ingest-{conv.id}", session_id, messages)
             turns += len(messages)
+    mem.flush(600)  # the turns' sentence keys are built behind the adds: counted here
     add_s = time.perf_counter() - start
     rng = random.Random(7)
     facts = [sentence(rng) for _ in range(1000)]
@@ -130,7 +134,7 @@ def ingest_phase(mem: Memory, lt: LongTermStore) -> None:
     print("\n### Ingest (real model)\n")
     row(["path", "records", "seconds", "per second"])
     row(["---"] * 4)
-    row(["Memory.add (sample conversations, one add per session)", f"{turns} turns", f"{add_s:.1f}",
+    row(["Memory.add (sample conversations, one add per session; then flush: keys built)", f"{turns} turns", f"{add_s:.1f}",
          f"{turns / add_s:.1f} turns/s"])
     row(["longterm.remember_many (batches of 100 facts, dedup on)", f"{len(facts)} items", f"{facts_s:.1f}",
          f"{len(facts) / facts_s:.1f} items/s"])
@@ -143,7 +147,8 @@ def fill(lt: LongTermStore, user: str, upto: int, rng: random.Random, have: int)
     n = have
     while n < upto:
         batch = min(2000, upto - n)
-        msgs = [Message(role="user" if (n + i) % 2 == 0 else "assistant", content=sentence(rng),
+        # Two sentences a turn, so that each filler turn has sentence keys (two), as a chat's do.
+        msgs = [Message(role="user" if (n + i) % 2 == 0 else "assistant", content=f"{sentence(rng)} {sentence(rng)}",
                         id=f"f{n + i}", created_at=base + timedelta(minutes=n + i)) for i in range(batch)]
         lt.archive_turns(user, f"s{n // 200}", msgs)
         n += batch
@@ -164,6 +169,7 @@ def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: lis
     for size in sizes:
         emb.fake = True
         have, fill_s = fill(lt, user, size, rng, have)
+        lt.flush_keys(3600)  # their keys are built behind, with the same seeded vectors
         emb.fake = False
         configs = {"": lt.config} | ({f" ({compare})": replace(lt.config, **compare)} if compare else {})
         recall_ms: dict[str, list[float]] = {name: [] for name in configs}
@@ -190,6 +196,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="items per user to measure at")
     parser.add_argument("--queries", type=int, default=50, help="queries per size (recall and context each)")
     parser.add_argument("--skip-ingest", action="store_true")
+    parser.add_argument("--no-sentence-keys", action="store_true", help="HMEM_SENTENCE_KEYS=false (the baseline)")
     parser.add_argument("--compare", metavar="KEY=VALUE", nargs="*", default=[],
                         help="also time each query under LongTermConfig with these fields (e.g. session_weight=0)")
     args = parser.parse_args()
@@ -198,7 +205,8 @@ def main() -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="hmem-bench-") as tmp:
         # Memory.open(tmp) is Memory(build_parts(...)); the parts give the fill its long-term store.
-        parts = build_parts(Settings.from_env({}, data_dir=str(Path(tmp))), embedder=emb)
+        parts = build_parts(Settings.from_env({}, data_dir=str(Path(tmp)), sentence_keys=not args.no_sentence_keys),
+                            embedder=emb)
         mem = Memory(parts)
         try:
             emb.real.embed(["warm up the model"])

@@ -104,11 +104,11 @@ def make_model(name: str) -> Embedder:
     return SentenceTransformerEmbedder()
 
 
-def floor_vs_add(data: Path, profile_top: int, limit: int | None = None, fill: bool = True,
-                 embedder: str = "minilm") -> dict[str, Any]:
+def floor_vs_add(data: Path, profile_top: int, limit: int | None = None, *, fill: bool = True,
+                 embedder: str = "minilm", sentence_keys: bool = True) -> dict[str, Any]:
     model = make_model(embedder)
     counting = CountingEmbedder(model)
-    mem = Memory.open(data, embedder=counting)
+    mem = Memory.open(data, embedder=counting, sentence_keys=sentence_keys)
     try:
         mem.warm_up()
         model.embed(["load the model and run it once"])
@@ -252,6 +252,7 @@ def main() -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the N costliest functions of add()")
     ap.add_argument("--turns", type=int, default=None, help="only the first N turns of data/ (default: all 422)")
     ap.add_argument("--skip-cold", action="store_true", help="skip the cold-start processes")
+    ap.add_argument("--no-sentence-keys", action="store_true", help="HMEM_SENTENCE_KEYS=false (the baseline)")
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--requests", type=int, default=50, help="appends per client")
     ap.add_argument("--sessions", type=int, default=20)
@@ -271,7 +272,7 @@ def main() -> int:
     if args.only != "serve":
         with tempfile.TemporaryDirectory(prefix="hmem-write-") as tmp:
             res = floor_vs_add(Path(tmp) / "data", args.profile, args.turns, fill=not args.skip_cold,
-                               embedder=args.embedder)
+                               embedder=args.embedder, sentence_keys=not args.no_sentence_keys)
             colds = [] if args.skip_cold else [cold_start(Path(tmp) / "data", warm, args.embedder)
                                                for warm in (False, True)]
         floor, adds, calls = res["floor"], res["adds"], res["calls"]

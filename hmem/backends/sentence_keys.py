@@ -6,8 +6,9 @@ which ``Memory.add`` must not wait for (docs/write-path.md). So :meth:`submit` w
 each turn's key texts to a ``key_jobs`` table in hmem's SQLite file (~0.3 ms; they
 survive a crash, and the next process builds them) and returns; a thread embeds and
 writes them once writes pause for :data:`IDLE_S` (the embedded vector index holds the
-GIL while it writes, so a write during adds would slow them) or once :data:`MAX_PENDING`
-turns wait (so that writes that never pause still get their keys), a batch at a time. Until
+GIL while it writes, and the model takes every core, so a build during adds would slow
+them) or once :data:`MAX_PENDING` turns wait (so that writes that never pause still get
+their keys, late), a batch at a time. Until
 then a turn is found by its own vector and BM25 as before: keys only add.
 
 :meth:`forget` and :meth:`delete_user` drop waiting jobs and written keys, after any
@@ -36,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.backends.write_behind import IDLE_S, MAX_PENDING
+from hmem.backends.write_behind import IDLE_S
 from hmem.errors import BackendUnavailable, ConfigError
 from hmem.longterm._stamps import wanted_stamp
 from hmem.longterm.keys import KeyJob, key_ids, key_jobs, write_keys
@@ -48,9 +49,12 @@ __all__ = ["BATCH_TURNS", "IDLE_S", "MAX_PENDING", "SentenceKeysBehind"]
 log = logging.getLogger("hmem.backends.sentence_keys")
 
 #: Turns whose keys are embedded in one model call and written in one upsert. Keys are
-#: built when vectors written behind are moved: once writes pause for ``IDLE_S``, or
-#: once ``MAX_PENDING`` turns wait.
+#: built when vectors written behind are moved, once writes pause for ``IDLE_S``.
 BATCH_TURNS = 64
+#: ... or without a pause once this many turns wait: building competes with the adds for
+#: the CPU (the model runs on every core), so it waits for pauses as long as the lag
+#: stays bounded (measured: docs/bench-write-path.md).
+MAX_PENDING = 2048
 _MAX_BACKOFF_S = 30.0
 
 _SCHEMA = """CREATE TABLE IF NOT EXISTS key_jobs (

@@ -128,7 +128,7 @@ def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) 
     found = {}
     for rounds in (2, 1):
         with Memory.open(tmp_path / f"r{rounds}", vectors="memory", feedback_rounds=rounds) as mem:
-            store = mem._longterm  # noqa: SLF001  (the setting under test must have reached it)
+            store = mem._longterm
             assert store.config.feedback_rounds == rounds
             store.config = replace(store.config, **ROUND_WEIGHTS)
             for text in CHAIN + DISTRACTORS:
