@@ -5,12 +5,12 @@
 * :func:`with_previous_turns` — each archived turn with the turn before it;
 * :func:`entry_dense_text` — what the embedder sees of an entry;
 * :func:`merge_near_duplicate` — an existing item updated by a near-duplicate entry;
-* :func:`retention_victims` — which items a retention cap removes.
+* :func:`retention_victims` — which items a retention cap removes;
+* :func:`skip_exact_duplicates` — the entries of a write that repeat a stored item word for word.
 
 Example::
 
     >>> from hmem.longterm._args import Entry
-from hmem.longterm.dedup import dedup_key
     >>> turn = Entry("hi", kind="turn", session_id="s1", source_message_id="m1", speaker="user")
     >>> new_item_id("u1", turn) == new_item_id("u1", turn), entry_dense_text(turn)
     (True, 'user: hi')
