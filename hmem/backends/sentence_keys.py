@@ -85,7 +85,9 @@ class SentenceKeysBehind:
         self._cond = threading.Condition()  # guards the fields below
         self._building = threading.Lock()  # held while a batch is built, and by forget/delete_user
         self._current: set[str] = set()  # users whose keys are known to be of this embedder
-        self._pending = self._count()  # left by an earlier process: built from the start
+        with self._db.write() as conn:
+            conn.execute(_SCHEMA)
+            self._pending = _count(conn)  # left by an earlier process: built from the start
         self._last_write = 0.0
         self._flushers = 0
         self._backoff = 0.0  # seconds to wait after the last failed batch
@@ -176,17 +178,11 @@ class SentenceKeysBehind:
 
     # -- the builder ------------------------------------------------------------------
 
-    def _count(self) -> int:
-        with self._db.write() as conn:
-            conn.execute(_SCHEMA)
-            return int(conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0])
-
     def _drop_jobs(self, where: str, params: Sequence[tuple[str, ...]]) -> None:
-        with self._db.write() as conn:
+        # Under the lock submit() inserts under, so the count cannot miss a submission.
+        with self._cond, self._db.write() as conn:
             conn.executemany(f"DELETE FROM key_jobs WHERE {where}", params)  # fixed clauses
-        left = self._count()
-        with self._cond:
-            self._pending = left
+            self._pending = _count(conn)
             self._cond.notify_all()
 
     def _start_locked(self) -> None:
@@ -237,13 +233,15 @@ class SentenceKeysBehind:
                 log.warning("building sentence keys failed (kept, tried again): %s", self._error)
                 return False
             self._error = None
-            with self._db.write() as conn:
+            with self._cond, self._db.write() as conn:  # as in _drop_jobs
                 conn.execute("DELETE FROM key_jobs WHERE seq <= ?", (rows[-1][0],))
-                left = int(conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0])
-        with self._cond:
-            self._pending = left
+                self._pending = _count(conn)
         return True
 
     def _write(self, user_id: str, jobs: Sequence[KeyJob]) -> None:
         write_keys(self.index, self._embedder, user_id, jobs)
         self._current.add(user_id)
+
+
+def _count(conn: Any) -> int:
+    return int(conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0])
