@@ -199,5 +199,6 @@ def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
         "profile_keys": len(stores.profile.all(user)),
         "items": len(items),
         "items_by_kind": dict(sorted(kinds.items())),
+        "sentence_keys_waiting": stores.longterm.keys_waiting(user),
         "embedder": embedder_info(stores, user),
     }

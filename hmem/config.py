@@ -110,6 +110,7 @@ class Settings:
     time_weight: float | None = None  # boost of items in a date the question names, 0 (off) to 10; none = default
     session_weight: float | None = None  # share of its session's best other hit a hit gains, 0 (off) to 10; none = default
     question_weight: float | None = None  # how much a hit that asks is scored down, 0 (off) to 1; none = default
+    specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
@@ -194,7 +195,8 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
-        for name, high in (("time_weight", 10.0), ("session_weight", 10.0), ("question_weight", 1.0)):
+        for name, high in (("time_weight", 10.0), ("session_weight", 10.0), ("question_weight", 1.0),
+                           ("specific_weight", 10.0)):
             value = getattr(self, name)  # before any store is opened
             if value is not None and not 0.0 <= value <= high:
                 raise ConfigError(f"HMEM_{name.upper()}={value}: must be a number in [0, {high:g}] (0 = off)")

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from hmem.item_filter import ItemFilter
 from hmem.types import (
-    JSONScalar,
     MemoryItem,
     Message,
     ProfileEntry,
@@ -48,6 +48,7 @@ __all__ = [
     "SessionStore",
     "StagedVectors",
     "SummaryStore",
+    "TermStats",
     "Tokenizer",
     "VectorIndex",
 ]
@@ -159,6 +160,22 @@ class ScoredId:
 
 
 @dataclass(frozen=True, slots=True)
+class TermStats:
+    """How common some texts' words are among a user's documents
+    (:meth:`LexicalIndex.term_stats`): ``documents`` is how many the user has indexed;
+    ``terms`` holds, for each text in order, its distinct index terms (the tokens BM25
+    searches: stems, CJK pairs) with the number of the user's documents holding each
+    (0: none).
+
+    >>> TermStats(3, ({"pottery": 1, "class": 2},)).terms[0]["pottery"]
+    1
+    """
+
+    documents: int
+    terms: tuple[Mapping[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class IndexStamp:
     """Which embedder filled a user's vectors: its ``model_name`` and dimension.
     ``embedder=None``: vectors written before hmem recorded stamps (only the dimension
@@ -237,6 +254,11 @@ class LexicalIndex(Protocol):
 
     def search(self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None) -> list[ScoredId]: ...
 
+    def term_stats(self, user_id: str, texts: Sequence[str]) -> TermStats:
+        """Each text's index terms with their document frequencies among the user's
+        documents (a word held by few of them makes a text specific)."""
+        ...
+
     def delete_user(self, user_id: str) -> None: ...
 
     def count(self, user_id: str) -> int: ...
@@ -309,56 +331,6 @@ class Tokenizer(Protocol):
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of ``text`` that is at most ``max_tokens`` tokens."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class ItemFilter:
-    """Which of a user's long-term items a query may see (all conditions ANDed).
-
-    ``since``/``until`` bound ``created_at`` (inclusive); ``metadata`` requires each
-    key to equal the given value. ``None`` means "no condition".
-
-    Example::
-
-        >>> ItemFilter(kinds=frozenset({"fact"})).is_empty
-        False
-    """
-
-    kinds: frozenset[str] | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    metadata: Mapping[str, JSONScalar] | None = None
-    ids: frozenset[str] | None = None
-    source_message_ids: frozenset[str] | None = None
-
-    @property
-    def is_empty(self) -> bool:
-        return all(
-            v is None
-            for v in (self.kinds, self.session_id, self.since, self.until, self.metadata, self.ids,
-                      self.source_message_ids)
-        )
-
-    def matches(self, item: MemoryItem) -> bool:
-        """True if ``item`` satisfies every condition (the user is checked by the caller)."""
-        if self.kinds is not None and item.kind not in self.kinds:
-            return False
-        if self.session_id is not None and item.session_id != self.session_id:
-            return False
-        if self.since is not None and item.created_at < self.since:
-            return False
-        if self.until is not None and item.created_at > self.until:
-            return False
-        if self.ids is not None and item.id not in self.ids:
-            return False
-        if self.source_message_ids is not None and item.source_message_id not in self.source_message_ids:
-            return False
-        if self.metadata:
-            for key, value in self.metadata.items():
-                if key not in item.metadata or item.metadata[key] != value or type(item.metadata[key]) is not type(value):
-                    return False
-        return True
 
 
 @runtime_checkable

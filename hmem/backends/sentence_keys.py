@@ -156,9 +156,14 @@ class SentenceKeysBehind:
     # -- observability and lifecycle --------------------------------------------------
 
     def pending(self) -> int:
-        """Turns whose keys wait to be built."""
+        """Turns whose keys wait to be built, of every user."""
         with self._cond:
             return self._pending
+
+    def waiting(self, user_id: str) -> int:
+        """Turns of ``user_id`` whose keys wait to be built (read from ``key_jobs``)."""
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM key_jobs WHERE user_id = ?", (user_id,)).fetchone()[0])
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Build what waits (up to ``timeout``, and not at all while batches fail: the

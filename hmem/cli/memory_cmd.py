@@ -249,6 +249,9 @@ def _render_inspect(console: Console, data: dict[str, Any]) -> None:
         f"summaries ({st['summarized_messages']} messages folded), {st['profile_keys']} profile keys, "
         f"{st['items']} long-term items {st['items_by_kind']}",
     ))
+    if st["sentence_keys_waiting"]:
+        console.print(text(f"{st['sentence_keys_waiting']} turn(s) wait for their sentence keys (built in the "
+                           "background; until then they are found by their own text and vector)", "yellow"))
     _render_embedder(console, st["embedder"])
 
 

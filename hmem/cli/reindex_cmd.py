@@ -5,7 +5,9 @@ embedders never mix, so a store asked to use another model than the one a user's
 vectors were made with refuses with a :class:`~hmem.errors.ConfigError` naming this
 command. Each user's vectors are rebuilt from the stored text beside the live ones and
 swapped in at once (``LongTermStore.reindex``); an interrupted run (Ctrl-C, a kill)
-continues where it stopped when run again. Stop app instances that still embed with the
+continues where it stopped when run again. The turns' sentence keys are rebuilt behind
+(docs/longterm.md, "Sentence keys"): the command waits for them with a second progress
+bar, and leaves what a refusing model or index keeps waiting to the next run of hmem. Stop app instances that still embed with the
 old model first: they would keep writing vectors the rebuild does not see.
 
 Examples::
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from hmem.cli.common import Output, common_parent, positive_int, settings_from_args
@@ -27,7 +30,14 @@ from hmem.cli.views import table, text
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from hmem.longterm.store import LongTermStore
+
 __all__ = ["register", "run_reindex"]
+
+#: Waiting for the rebuilt turns' sentence keys stops after this long without progress.
+KEYS_STALL_S = 60.0
+#: How often the wait checks what is left.
+KEYS_POLL_S = 0.5
 
 
 def register(subparsers: Any) -> None:
@@ -67,14 +77,46 @@ def run_reindex(args: argparse.Namespace) -> int:
                 bar.close()
                 print("hmem: reindex interrupted; run it again to resume where it stopped", file=sys.stderr)
                 raise
+        waiting = _wait_for_keys(lt, users)
         data = {
             "embedder": lt.embedder.model_name,
             "fallback": getattr(lt.embedder, "fallback", None),
             "users": done,
             "items": sum(done.values()),
+            "sentence_keys_waiting": waiting,
         }
     Output(args.json).emit(data, lambda console: _render(console, data))
     return 0
+
+
+def _wait_for_keys(lt: LongTermStore, users: list[str]) -> int:
+    """Wait, with a progress bar, until the rebuilt turns' sentence keys are built (they are
+    built behind the reindex); give up after :data:`KEYS_STALL_S` without progress (a
+    refusing model or index: the next process builds them). Returns how many still wait."""
+    from tqdm import tqdm
+
+    left = sum(lt.keys_waiting(u) for u in users)
+    if not left:
+        return 0
+    total, last_change, last = left, time.monotonic(), left
+    with tqdm(total=total, desc="sentence keys", unit="turn", file=sys.stderr, dynamic_ncols=True,
+              mininterval=0.5) as bar:
+        try:
+            while left and time.monotonic() - last_change < KEYS_STALL_S:
+                lt.flush_keys(timeout=KEYS_POLL_S)
+                left = sum(lt.keys_waiting(u) for u in users)
+                bar.update(last - left)
+                if left != last:
+                    last, last_change = left, time.monotonic()
+        except KeyboardInterrupt:
+            bar.close()
+            print(f"hmem: {left} turn(s) still wait for their sentence keys; they are built when hmem next "
+                  "runs on this store", file=sys.stderr)
+            raise
+    if left:
+        print(f"hmem: no sentence keys built for {KEYS_STALL_S:g} s; {left} turn(s) still wait (see the log for "
+              "the cause); they are built when hmem next runs on this store", file=sys.stderr)
+    return left
 
 
 def _render(console: Console, data: dict[str, Any]) -> None:
@@ -85,3 +127,6 @@ def _render(console: Console, data: dict[str, Any]) -> None:
     for user, n in data["users"].items():
         rows.add_row(text(user), text(n))
     console.print(rows)
+    if data["sentence_keys_waiting"]:
+        console.print(text(f"{data['sentence_keys_waiting']} turn(s) still wait for their sentence keys: they "
+                           "are built the next time hmem runs on this store", "yellow"))

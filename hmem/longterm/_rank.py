@@ -15,7 +15,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime, timedelta
 
 from hmem.longterm import fusion as fz
@@ -25,8 +25,8 @@ from hmem.protocols import ScoredId
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
-    "SESSION_SPAN", "Scored", "best_first", "boosted_scores", "boosts_read_items", "demote_questions", "fusion_rrf",
-    "fusion_weighted", "question_share", "session_support", "to_hits",
+    "SESSION_SPAN", "SPECIFIC_TERMS", "Scored", "best_first", "boosted_scores", "boosts_read_items", "demote_questions",
+    "fusion_rrf", "fusion_weighted", "promote_specific", "question_share", "session_support", "specificity", "to_hits",
 ]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
@@ -190,12 +190,56 @@ def demote_questions(pool: Sequence[str], scored: Scored, share_of: Mapping[str,
     >>> scored["ask"]
     (0.7, {'question': 0.7})
     """
+    return _rescale(pool, scored, {d: 1.0 - weight * share for d, share in share_of.items()}, "question")
+
+
+#: At most this many rare words count towards :func:`specificity`: a long turn is not
+#: more specific for being long.
+SPECIFIC_TERMS = 3
+
+
+def specificity(terms: Mapping[str, int], documents: int, asked: Collection[str], share: float) -> float:
+    """How specific a text is, 0 to 1: the part of :data:`SPECIFIC_TERMS` among its index
+    ``terms`` (term → how many of the user's ``documents`` hold it) that are rare (held by
+    at most ``share × documents``, and by at least one) and not ``asked`` (the question's
+    own terms). In a small archive no word is rare and every text scores 0.
+
+    "I'm reading *The Name of the Wind* by Patrick Rothfuss" holds words few turns hold;
+    "Books can really inspire us!" holds none: asked for books, the first is the answer.
+
+    >>> specificity({"rothfuss": 1, "wind": 2, "book": 40}, 500, {"book"}, 0.008)
+    0.6666666666666666
+    >>> specificity({"inspir": 30, "book": 40}, 500, {"book"}, 0.008)
+    0.0
+    """
+    limit = share * documents
+    rare = sum(1 for term, held in terms.items() if 0 < held <= limit and term not in asked)
+    return min(rare, SPECIFIC_TERMS) / SPECIFIC_TERMS
+
+
+def promote_specific(pool: Sequence[str], scored: Scored, specificity_of: Mapping[str, float],
+                     weight: float) -> list[str]:
+    """``pool`` best first after each hit's score is multiplied by ``1 + weight ×
+    specificity`` (:func:`specificity`; a hit not in ``specificity_of`` is left alone),
+    recorded as the factor ``boosts["specific"]``. Pure; ``scored`` is updated in place.
+
+    >>> scored = {"vague": (0.6, {}), "exact": (0.5, {})}
+    >>> promote_specific(["vague", "exact"], scored, {"vague": 0.0, "exact": 1.0}, 0.3)
+    ['exact', 'vague']
+    >>> scored["exact"]
+    (0.65, {'specific': 1.3})
+    """
+    return _rescale(pool, scored, {d: 1.0 + weight * spec for d, spec in specificity_of.items()}, "specific")
+
+
+def _rescale(pool: Sequence[str], scored: Scored, factor_of: Mapping[str, float], name: str) -> list[str]:
+    """``pool`` best first after the scores of the hits in ``factor_of`` are multiplied by
+    their factor (1 leaves a hit alone), recorded as ``boosts[name]``."""
     for d in pool:
-        share = share_of.get(d, 0.0)
-        if share > 0.0 and weight > 0.0:
+        factor = round(factor_of.get(d, 1.0), 6)
+        if factor != 1.0:
             own, boosts = scored[d]
-            factor = round(1.0 - weight * share, 6)
-            scored[d] = (own * factor, {**boosts, "question": factor})
+            scored[d] = (own * factor, {**boosts, name: factor})
     return sorted(pool, key=lambda d: (-scored[d][0], d))
 
 

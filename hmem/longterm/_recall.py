@@ -27,7 +27,7 @@ Example (the store calls it so; it needs the embedding model)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -43,12 +43,14 @@ from hmem.longterm._rank import (
     demote_questions,
     fusion_rrf,
     fusion_weighted,
+    promote_specific,
     question_share,
     session_support,
+    specificity,
     to_hits,
 )
 from hmem.longterm.dates import query_period
-from hmem.longterm.feedback import assign_rounds, expansion_terms, merge_round
+from hmem.longterm.feedback import SCAN_CHARS, assign_rounds, expansion_terms, merge_round
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
 from hmem.longterm.supersede import is_superseded
@@ -132,21 +134,32 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rounds = assign_rounds(rounds, order[:k], round_no)
+    # Each reorders the best max(k, candidates) hits (their items are read once, by the
+    # first) and leaves the rest below: only hits gain, so the pool stays above the rest.
+    # The depth is what was measured (docs/longterm.md, "Session support").
+    pool_size = max(k, config.candidates)
     if config.session_weight:
-        # Only hits gain: the pool stays above the rest. Its depth is what was measured
-        # (docs/longterm.md, "Session support"); a deeper pool would read more items.
-        pool = valid.first(order, max(k, config.candidates))
-        head = set(pool)
-        places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
-        order = session_support(pool, scored, places, config.session_weight) + [d for d in order if d not in head]
+        def support(pool: list[str]) -> list[str]:
+            places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
+            return session_support(pool, scored, places, config.session_weight)
+        order = _reorder_head(order, valid, pool_size, support)
         rounds = assign_rounds(rounds, order[:k], kept)  # lifted into the top k from below: the last round's
     if config.question_weight:
-        # The same pool as session support (its items are read already), after it: a
-        # question still tells which session is on the topic, it is only a poor answer.
-        pool = valid.first(order, max(k, config.candidates))
-        head = set(pool)
-        shares = {d: question_share(it.text) for d in pool if (it := valid[d]).kind == "turn"}
-        order = demote_questions(pool, scored, shares, config.question_weight) + [d for d in order if d not in head]
+        # After session support: a question still tells which session is on the topic,
+        # it is only a poor answer.
+        def demote(pool: list[str]) -> list[str]:
+            shares = {d: question_share(it.text) for d in pool if (it := valid[d]).kind == "turn"}
+            return demote_questions(pool, scored, shares, config.question_weight)
+        order = _reorder_head(order, valid, pool_size, demote)
+        rounds = assign_rounds(rounds, order[:k], kept)
+    if config.specific_weight:
+        def promote(pool: list[str]) -> list[str]:
+            stats = ports.lexical.term_stats(user_id, [query, *(valid[d].text[:SCAN_CHARS] for d in pool)])
+            asked = stats.terms[0].keys()
+            specific = {d: specificity(terms, stats.documents, asked, config.specific_share)
+                        for d, terms in zip(pool, stats.terms[1:], strict=True)}
+            return promote_specific(pool, scored, specific, config.specific_weight)
+        order = _reorder_head(order, valid, pool_size, promote)
         rounds = assign_rounds(rounds, order[:k], kept)
     order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
     if mmr_lambda is not None and order:
@@ -158,6 +171,14 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         order = [d for d, _ in picked]
         rounds = assign_rounds(rounds, order[:k], kept)  # MMR's picks from deeper down: the last round's
     return to_hits(valid.first(order, k), scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
+
+
+def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,
+                  reorder: Callable[[list[str]], list[str]]) -> list[str]:
+    """``order`` with its first ``n`` readable ids put in the order ``reorder`` gives them."""
+    pool = valid.first(order, n)
+    head = set(pool)
+    return reorder(pool) + [d for d in order if d not in head]
 
 
 def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, weight: float,

@@ -36,7 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Bm25Index", "check_bm25_params", "term_counts"]
+from hmem.protocols import TermStats
+
+__all__ = ["Bm25Index", "check_bm25_params", "term_counts", "term_stats"]
 
 _MIN_DEAD_SLOTS_TO_COMPACT = 1024
 
@@ -336,3 +338,17 @@ class Bm25Index:
         ranked = sorted(((float(scores[i]), ids[cand[i]]) for i in pick), key=lambda p: (-p[0], p[1]))
         return [(doc_id, score) for score, doc_id in ranked[:k] if doc_id is not None]
 
+
+
+def term_stats(index: Bm25Index | None, tokenized: Sequence[Iterable[str]]) -> TermStats:
+    """:class:`~hmem.protocols.TermStats` of texts already tokenized, read from a user's
+    ``index`` (``None``: the user has no documents). Shared by the lexical backends.
+
+    >>> index = Bm25Index()
+    >>> index.add("a", {"pottery": 1, "class": 1}); index.add("b", {"class": 1})
+    >>> term_stats(index, [["pottery", "class", "class"], []])
+    TermStats(documents=2, terms=({'pottery': 1, 'class': 2}, {}))
+    """
+    if index is None:
+        return TermStats(0, tuple(dict.fromkeys(terms, 0) for terms in tokenized))
+    return TermStats(len(index), tuple({t: index.df(t) for t in dict.fromkeys(terms)} for terms in tokenized))

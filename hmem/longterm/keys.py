@@ -149,6 +149,10 @@ class SentenceKeyIndex(Protocol):
     def flush(self, timeout: float | None = 60.0) -> bool:
         """Wait until every submitted key is searchable; True if they are."""
 
+    def waiting(self, user_id: str) -> int:
+        """How many of the user's turns wait for their keys to be built (0 when
+        :meth:`submit` builds them before it returns)."""
+
 
 class InlineSentenceKeys:
     """The reference :class:`SentenceKeyIndex`: keys embedded by ``embedder`` and written
@@ -186,3 +190,6 @@ class InlineSentenceKeys:
 
     def flush(self, timeout: float | None = 60.0) -> bool:
         return True
+
+    def waiting(self, user_id: str) -> int:
+        return 0

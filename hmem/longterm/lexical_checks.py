@@ -8,6 +8,8 @@ Example::
     ('u1', 'm1', 'We booked a flight')
     >>> check_search("u1", "flights", 3, None)
     ('u1', 'flights', 3, None)
+    >>> check_texts("u1", ["We booked a flight", ""])
+    ('u1', ['We booked a flight', ''])
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm.bm25 import check_bm25_params
 from hmem.types import check_id, check_text
 
-__all__ = ["check_doc", "check_docs", "check_index_settings", "check_search"]
+__all__ = ["check_doc", "check_docs", "check_index_settings", "check_search", "check_texts"]
 
 
 def check_index_settings(k1: float, b: float, epsilon: float, *, max_cached_users: int | None = None) -> None:
@@ -77,3 +79,12 @@ def check_search(
     if not all(isinstance(d, str) for d in allowed):
         raise InvalidInput("allowed_ids must contain only string ids", field="allowed_ids")
     return uid, q, k, allowed
+
+
+def check_texts(user_id: object, texts: object) -> tuple[str, list[str]]:
+    """Validate the arguments of ``LexicalIndex.term_stats``: a list of strings (empty
+    ones allowed: they have no terms)."""
+    uid = check_id(user_id, "user_id")
+    if isinstance(texts, str | bytes | Mapping) or not isinstance(texts, Iterable):
+        raise InvalidInput("texts must be a list of strings", field="texts")
+    return uid, [check_text(t, f"texts[{i}]") for i, t in enumerate(texts)]

@@ -368,9 +368,12 @@ class LongTermStore:
         return own if self.keys is None else fold_keys(own, self.keys.search(user_id, qvec, k))[:k]
 
     def flush_keys(self, timeout: float | None = 60.0) -> bool:
-        """Wait until every written turn's sentence keys are searchable (they are built
-        after the write returns); True if they are (or there are no keys)."""
+        """Wait until every written turn's sentence keys (built after the write returns) are searchable."""
         return True if self.keys is None else self.keys.flush(timeout)
+
+    def keys_waiting(self, user_id: str) -> int:
+        """How many of the user's turns wait for their sentence keys (0 without keys)."""
+        return 0 if self.keys is None else self.keys.waiting(check_id(user_id, "user_id"))
 
     def count(self, user_id: str) -> int:
         return self.items.count(user_id)

@@ -36,6 +36,7 @@ import threading
 import unicodedata
 import warnings
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ENGLISH_STOPWORDS",
     "CjkMode",
     "stemmer_name",
+    "term_set",
     "tokenize",
     "tokenizer_signature",
 ]
@@ -133,6 +135,27 @@ def tokenize(text: str, *, stem: bool = True, cjk: CjkMode = DEFAULT_CJK_MODE) -
         it = iter(stems)
         out = [next(it) if tok == "" else tok for tok in out]
     return out
+
+
+#: Texts up to this long have their :func:`term_set` cached (recall asks for the terms of
+#: the same candidates again and again); longer ones are tokenized each time.
+TERM_SET_CACHED_CHARS = 2000
+
+
+def term_set(text: str, *, stem: bool = True, cjk: CjkMode = DEFAULT_CJK_MODE) -> frozenset[str]:
+    """The distinct terms of ``text`` (:func:`tokenize`), cached for short texts.
+
+    >>> sorted(term_set("Cats and a cat"))
+    ['cat']
+    """
+    if len(text) > TERM_SET_CACHED_CHARS:
+        return frozenset(tokenize(text, stem=stem, cjk=cjk))
+    return _cached_term_set(text, stem, cjk)
+
+
+@lru_cache(maxsize=8192)
+def _cached_term_set(text: str, stem: bool, cjk: CjkMode) -> frozenset[str]:
+    return frozenset(tokenize(text, stem=stem, cjk=cjk))
 
 
 def _cjk_tokens(run: str, mode: CjkMode) -> list[str]:

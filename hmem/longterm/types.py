@@ -97,6 +97,15 @@ class LongTermConfig:
     0 turns it off. LoCoMo R@10 +1.3 on the conversations it was chosen on, +0.9 on the
     others (docs/longterm.md, "Questions are poor answers").
 
+    ``specific_weight``: a hit that holds words rare in the user's archive (held by at most
+    ``specific_share`` of their documents, and not in the question) says something
+    specific ("I'm reading *The Name of the Wind*"), where one of common words only
+    ("Books can really inspire us!") talks around the topic: each of the best
+    ``max(k, candidates)`` hits scores ``1 + specific_weight × specificity`` times its score
+    (:func:`~hmem.longterm._rank.specificity`: up to three rare words; ``Hit.boosts
+    ["specific"]``); 0 turns it off. In an archive of fewer than ~250 documents no word
+    is that rare and nothing changes (docs/longterm.md, "Specific answers").
+
     ``superseded_weight``: a fact a newer version of its claim superseded
     (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
     ["superseded"]``; 1 turns it off): the newer version ranks first, the old stays findable.
@@ -120,6 +129,8 @@ class LongTermConfig:
     time_weight: float = 0.2
     session_weight: float = 0.3
     question_weight: float = 0.5
+    specific_weight: float = 0.3
+    specific_share: float = 0.008
     superseded_weight: float = 0.5
 
     def __post_init__(self) -> None:
@@ -140,6 +151,8 @@ class LongTermConfig:
         _check_weight("time_weight", self.time_weight, 10.0, off=" (0 = off)")
         _check_weight("session_weight", self.session_weight, 10.0, off=" (0 = off)")
         _check_weight("question_weight", self.question_weight, 1.0, off=" (0 = off)")
+        _check_weight("specific_weight", self.specific_weight, 10.0, off=" (0 = off)")
+        _check_weight("specific_share", self.specific_share, 1.0, zero=False)
         _check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
 
     def _check_feedback(self) -> None:

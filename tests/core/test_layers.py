@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "hmem"
 #: Lowest first. A module belongs to the first entry that is a prefix of its name.
 LAYERS: list[tuple[str, ...]] = [
     ("hmem._version", "hmem.errors"),
-    ("hmem._primitives", "hmem._message", "hmem._assembly_types", "hmem.types"),
+    ("hmem._primitives", "hmem._message", "hmem._assembly_types", "hmem.types", "hmem.item_filter"),
     ("hmem.protocols", "hmem._checks", "hmem._groups", "hmem._time", "hmem._secrets"),
     ("hmem.tokens", "hmem.config", "hmem._worker"),
     ("hmem.session",),

@@ -105,14 +105,17 @@ def test_a_refusing_index_loses_no_key_and_says_so(db: SqliteDatabase, caplog: p
     keys = SentenceKeysBehind(index, EMBEDDER, db, idle_s=0.0)
     try:
         keys.submit("u1", [_turn("t1")])
+        keys.submit("u2", [_turn("t2"), _turn("t3")])
         for _ in range(100):  # until the first try (the model loads first) was refused
             assert keys.flush(0.2) is False
             if "refused" in caplog.text:
                 break
-        assert keys.pending() == 1
+        assert keys.pending() == 3
+        assert (keys.waiting("u1"), keys.waiting("u2"), keys.waiting("nobody")) == (1, 2, 0)
         assert "still wait for their sentence keys" in caplog.text and "ConnectionError: refused" in caplog.text
         index.down = False
         assert keys.flush(60.0)  # tried again (back-off of at most a few seconds here)
+        assert (keys.waiting("u1"), keys.waiting("u2")) == (0, 0)
         assert [key_parent(h.id) for h in keys.search("u1", EMBEDDER.embed_query(["pottery class"])[0], 1)] == ["t1"]
     finally:
         keys.close()
@@ -215,6 +218,7 @@ def test_the_embedded_default_builds_keys_behind_the_add(tmp_path: Path) -> None
         mem.add("ann", "s1", [Message("user", POTTERY), Message("assistant", "Pottery is great. Enjoy it!")])
         assert mem.flush(60.0)
         assert keys.pending() == 0 and keys.index.count("ann") == 6  # 4 sentences of POTTERY, 2 of the reply
+        assert mem.stats("ann")["sentence_keys_waiting"] == 0
         hits = mem.recall("ann", "Did Ann sign up for a class?", 3)
         assert hits and "pottery class" in hits[0].item.text
     with Memory.open(tmp_path / "data") as mem:
@@ -231,6 +235,7 @@ def test_settings_turn_keys_off_and_check_the_question_weight(tmp_path: Path) ->
         assert mem._longterm.keys is None
         mem.add("ann", "s1", [Message("user", POTTERY)])
         assert mem.recall("ann", "pottery class", 1)
+        assert mem.stats("ann")["sentence_keys_waiting"] == 0
     # Tried: below 0, above 1, not a number.
     for bad in ("-0.1", "1.5", "half"):
         with pytest.raises(ConfigError, match="HMEM_QUESTION_WEIGHT"):

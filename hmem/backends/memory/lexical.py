@@ -20,10 +20,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 
-from hmem.longterm.bm25 import Bm25Index, term_counts
-from hmem.longterm.lexical_checks import check_doc, check_docs, check_index_settings, check_search
-from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize
-from hmem.protocols import ScoredId
+from hmem.longterm.bm25 import Bm25Index, term_counts, term_stats
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_index_settings, check_search, check_texts
+from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, term_set, tokenize
+from hmem.protocols import ScoredId, TermStats
 from hmem.types import check_id
 
 __all__ = ["MemoryLexicalIndex"]
@@ -103,6 +103,14 @@ class MemoryLexicalIndex:
             if index is None:
                 return []
             return [ScoredId(doc_id, score) for doc_id, score in index.top_k(terms, k, allowed)]
+
+    def term_stats(self, user_id: str, texts: Sequence[str]) -> TermStats:
+        """Each text's distinct index terms with the number of ``user_id``'s documents
+        holding them (:class:`~hmem.protocols.TermStats`)."""
+        uid, batch = check_texts(user_id, texts)
+        tokenized = [term_set(t, stem=self._stem, cjk=self._cjk) for t in batch]
+        with self._lock:
+            return term_stats(self._users.get(uid), tokenized)
 
     def delete_user(self, user_id: str) -> None:
         """Forget every document of ``user_id``."""

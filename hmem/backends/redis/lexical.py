@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from hmem.backends._lexical_cache import Counts, LexicalCache, Row
-from hmem.longterm.bm25 import Bm25Index, term_counts
+from hmem.longterm.bm25 import Bm25Index, term_counts, term_stats
 from hmem.longterm.index_text import lexical_text
-from hmem.longterm.lexical_checks import check_doc, check_docs, check_search
-from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize
-from hmem.protocols import ScoredId
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_search, check_texts
+from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, term_set, tokenize
+from hmem.protocols import ScoredId, TermStats
 from hmem.types import MemoryItem, check_id
 
 __all__ = ["ItemChangeFeed", "SharedLexicalIndex"]
@@ -133,6 +133,14 @@ class SharedLexicalIndex:
         with self._cache.lock:
             index = self._current(uid)
             return [ScoredId(doc_id, score) for doc_id, score in index.top_k(terms, k, allowed)]
+
+    def term_stats(self, user_id: str, texts: Sequence[str]) -> TermStats:
+        """Each text's distinct index terms with the number of the user's documents
+        holding them (:class:`~hmem.protocols.TermStats`), after catching up with the store."""
+        uid, batch = check_texts(user_id, texts)
+        tokenized = [term_set(t, stem=self._stem, cjk=self._cjk) for t in batch]
+        with self._cache.lock:
+            return term_stats(self._current(uid), tokenized)
 
     def count(self, user_id: str) -> int:
         """How many documents the user has (after catching up with the store)."""

@@ -45,10 +45,10 @@ import numpy as np
 from hmem.backends._lexical_cache import Counts, LexicalCache, Row
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import ConfigError
-from hmem.longterm.bm25 import Bm25Index, term_counts
-from hmem.longterm.lexical_checks import check_doc, check_docs, check_search
-from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, tokenize, tokenizer_signature
-from hmem.protocols import ScoredId
+from hmem.longterm.bm25 import Bm25Index, term_counts, term_stats
+from hmem.longterm.lexical_checks import check_doc, check_docs, check_search, check_texts
+from hmem.longterm.text import DEFAULT_CJK_MODE, CjkMode, term_set, tokenize, tokenizer_signature
+from hmem.protocols import ScoredId, TermStats
 from hmem.types import check_id
 
 __all__ = ["CHANGE_LOG_KEEP", "SqliteLexicalIndex"]
@@ -209,6 +209,14 @@ class SqliteLexicalIndex:
             if index is None:
                 return []
             return [ScoredId(doc_id, score) for doc_id, score in index.top_k(terms, k, allowed)]
+
+    def term_stats(self, user_id: str, texts: Sequence[str]) -> TermStats:
+        """Each text's distinct index terms with the number of ``user_id``'s documents
+        holding them (:class:`~hmem.protocols.TermStats`), as of every committed write."""
+        uid, batch = check_texts(user_id, texts)
+        tokenized = [term_set(t, stem=self._stem, cjk=self._cjk) for t in batch]
+        with self._lock:
+            return term_stats(self._current_index(uid), tokenized)
 
     def count(self, user_id: str) -> int:
         """How many documents ``user_id`` has indexed (read from the file, not the cache)."""

@@ -50,6 +50,7 @@ class SentenceKeyIndexContract:
         assert hits[0].score > 0.6  # the sentence itself, not the turn's average
         camping = keys.search("u1", self._query(embedder, "camping at the beach"), 1)
         assert key_parent(camping[0].id) == "t2"
+        assert (keys.waiting("u1"), keys.waiting("u2")) == (0, 0)  # flushed: nothing waits
 
     def test_one_sentence_turns_and_facts_have_no_keys(self, keys: SentenceKeyIndex, embedder: object) -> None:
         fact = MemoryItem(id="f1", user_id="u1", text="Melanie likes pottery. She paints too.", kind="fact")

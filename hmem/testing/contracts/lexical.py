@@ -97,6 +97,13 @@ BAD_CALLS: list[tuple[str, Callable[[Any], object]]] = [
     ("search allowed_ids str", lambda i: i.search("alice", "cat", k=3, allowed_ids="f1")),
     ("search allowed_ids ints", lambda i: i.search("alice", "cat", k=3, allowed_ids={1, 2})),
     ("search allowed_ids dict", lambda i: i.search("alice", "cat", k=3, allowed_ids={"f1": 1})),
+    ("term_stats texts str", lambda i: i.term_stats("alice", "cat")),
+    ("term_stats texts None", lambda i: i.term_stats("alice", None)),
+    ("term_stats texts dict", lambda i: i.term_stats("alice", {"cat": 1})),
+    ("term_stats text int", lambda i: i.term_stats("alice", ["cat", 3])),
+    ("term_stats text bytes", lambda i: i.term_stats("alice", [b"cat"])),
+    ("term_stats text oversized", lambda i: i.term_stats("alice", ["cat " * 300_000])),
+    ("term_stats user empty", lambda i: i.term_stats("", ["cat"])),
 ]
 
 _user = st.sampled_from(["alice", "bob", "carol"])
@@ -232,6 +239,32 @@ class LexicalIndexContract:
         assert index.search("nobody", "cat", k=10) == []
         assert index.search("alice", "xylophone", k=10) == []
         assert index.count("nobody") == 0
+
+    def test_term_stats_count_the_documents_holding_each_term(self, index: LexicalIndex) -> None:
+        load(index)
+        stats = index.term_stats("alice", ["My cats", "", "Mochi, coffee and Lisbon", "xylophone"])
+        assert stats.documents == len(FACTS)
+        assert len(stats.terms) == 4
+        # The index's own terms (stemmed: "cats" and "cat" are one), each counted once.
+        assert list(stats.terms[0].values()) == [2]  # f1 and f5 hold "cat"; "my" is a stopword
+        assert stats.terms[1] == {}
+        assert list(stats.terms[2].values()) == [1, 1, 1]  # f1, f6, f4
+        assert list(stats.terms[3].values()) == [0]
+        assert index.term_stats("alice", []).terms == ()
+
+    def test_term_stats_follow_writes_and_stay_per_user(self, index: LexicalIndex) -> None:
+        load(index)
+        load(index, "bob", {"b1": "my cat", "b2": "a cat and a dog", "b3": "cat food"})
+        assert list(index.term_stats("alice", ["cat"]).terms[0].values()) == [2]
+        assert list(index.term_stats("bob", ["cat"]).terms[0].values()) == [3]
+        index.remove("alice", "f5")
+        after = index.term_stats("alice", ["cat"])
+        assert (after.documents, list(after.terms[0].values())) == (len(FACTS) - 1, [1])
+        index.delete_user("bob")
+        gone = index.term_stats("bob", ["cat"])
+        assert (gone.documents, list(gone.terms[0].values())) == (0, [0])
+        nobody = index.term_stats("nobody", ["cat", ""])
+        assert (nobody.documents, [dict(t) for t in nobody.terms]) == (0, [{"cat": 0}, {}])
 
     def test_chinese_queries_find_chinese_documents(self, index: LexicalIndex) -> None:
         load(index, "wang", CHINESE)
