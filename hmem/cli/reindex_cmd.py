@@ -7,8 +7,9 @@ command. Each user's vectors are rebuilt from the stored text beside the live on
 swapped in at once (``LongTermStore.reindex``); an interrupted run (Ctrl-C, a kill)
 continues where it stopped when run again. The turns' sentence keys are rebuilt behind
 (docs/longterm.md, "Sentence keys"): the command waits for them with a second progress
-bar, and leaves what a refusing model or index keeps waiting to the next run of hmem. Stop app instances that still embed with the
-old model first: they would keep writing vectors the rebuild does not see.
+bar, and leaves what a refusing model or index keeps waiting to the next run of hmem.
+Stop app instances that still embed with the old model first: they would keep writing
+vectors the rebuild does not see.
 
 Examples::
 

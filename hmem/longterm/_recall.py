@@ -135,8 +135,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rounds = assign_rounds(rounds, order[:k], round_no)
     # Each reorders the best max(k, candidates) hits (their items are read once, by the
-    # first) and leaves the rest below: only hits gain, so the pool stays above the rest.
-    # The depth is what was measured (docs/longterm.md, "Session support").
+    # first) and leaves the rest below them: a step changes the pool's order, never who is
+    # in it. The depth is what was measured (docs/longterm.md, "Session support").
     pool_size = max(k, config.candidates)
     if config.session_weight:
         def support(pool: list[str]) -> list[str]:
@@ -154,7 +154,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         rounds = assign_rounds(rounds, order[:k], kept)
     if config.specific_weight:
         def promote(pool: list[str]) -> list[str]:
-            stats = ports.lexical.term_stats(user_id, [query, *(valid[d].text[:SCAN_CHARS] for d in pool)])
+            texts = [query[:SCAN_CHARS], *(valid[d].text[:SCAN_CHARS] for d in pool)]
+            stats = ports.lexical.term_stats(user_id, texts)
             asked = stats.terms[0].keys()
             specific = {d: specificity(terms, stats.documents, asked, config.specific_share)
                         for d, terms in zip(pool, stats.terms[1:], strict=True)}

@@ -103,8 +103,9 @@ class LongTermConfig:
     ("Books can really inspire us!") talks around the topic: each of the best
     ``max(k, candidates)`` hits scores ``1 + specific_weight × specificity`` times its score
     (:func:`~hmem.longterm._rank.specificity`: up to three rare words; ``Hit.boosts
-    ["specific"]``); 0 turns it off. In an archive of fewer than ~250 documents no word
-    is that rare and nothing changes (docs/longterm.md, "Specific answers").
+    ["specific"]``); 0 turns it off. In an archive of fewer than 125 documents no word
+    is that rare and nothing changes (below 250, only a word held by one document is;
+    docs/longterm.md, "Specific answers").
 
     ``superseded_weight``: a fact a newer version of its claim superseded
     (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
