@@ -24,9 +24,10 @@ pytestmark = pytest.mark.slow
 LOCOMO_DEV = default_locomo_dir() / "locomo_dev.json"
 
 # Measured on conv-26 (first dev conversation, 197 questions with evidence):
-# default R@10 83.5, R@25 89.3 (date keys, feedback round, atomic facts, family synonyms,
-# session support; before session support 80.8 / 88.7).
-LOCOMO_FLOOR = {10: 0.80, 25: 0.86}
+# default R@10 88.0, R@25 92.6 (date keys, feedback round, atomic facts, family synonyms,
+# session support, sentence keys, questions scored down, specific answers; before the
+# last three 83.5 / 89.3, before session support 80.8 / 88.7).
+LOCOMO_FLOOR = {10: 0.85, 25: 0.90}
 # Answer in context on conv-26 (150 answerable questions), default arguments: loose
 # 64.0 % at 1,000 tokens (962 used) and 71.3 % at 4,000 (3,871 used); before session
 # support 65.3 / 73.3 (it keeps more gold turns, 85.5 / 94.7 %, but not more answers here).
