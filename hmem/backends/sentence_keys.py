@@ -163,7 +163,7 @@ class SentenceKeysBehind:
     def waiting(self, user_id: str) -> int:
         """Turns of ``user_id`` whose keys wait to be built (read from ``key_jobs``)."""
         with self._db.read() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM key_jobs WHERE user_id = ?", (user_id,)).fetchone()[0])
+            return _count(conn, user_id)
 
     def close(self, timeout: float | None = 10.0) -> None:
         """Build what waits (up to ``timeout``, and not at all while batches fail: the
@@ -248,5 +248,8 @@ class SentenceKeysBehind:
         self._current.add(user_id)
 
 
-def _count(conn: Any) -> int:
-    return int(conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0])
+def _count(conn: Any, user_id: str | None = None) -> int:
+    """Waiting jobs, of ``user_id`` or of everyone."""
+    if user_id is None:
+        return int(conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM key_jobs WHERE user_id = ?", (user_id,)).fetchone()[0])

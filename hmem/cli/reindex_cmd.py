@@ -99,8 +99,8 @@ def _wait_for_keys(lt: LongTermStore, users: list[str]) -> int:
     left = sum(lt.keys_waiting(u) for u in users)
     if not left:
         return 0
-    total, last_change, last = left, time.monotonic(), left
-    with tqdm(total=total, desc="sentence keys", unit="turn", file=sys.stderr, dynamic_ncols=True,
+    last_change, last = time.monotonic(), left
+    with tqdm(total=left, desc="sentence keys", unit="turn", file=sys.stderr, dynamic_ncols=True,
               mininterval=0.5) as bar:
         try:
             while left and time.monotonic() - last_change < KEYS_STALL_S:

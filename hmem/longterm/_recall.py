@@ -191,13 +191,14 @@ def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, 
     stale = sum(is_superseded(valid[d]) for d in shown)
     if not stale or weight >= 1.0:
         return list(order)
-    pool = valid.first(order, k + stale)
-    for d in pool:
-        if is_superseded(valid[d]):
-            score, boosts = scored[d]
-            scored[d] = (score * weight, {**boosts, "superseded": weight})
-    head = set(pool)
-    return sorted(pool, key=lambda d: (-scored[d][0], d)) + [d for d in order if d not in head]
+
+    def demote(pool: list[str]) -> list[str]:
+        for d in pool:
+            if is_superseded(valid[d]):
+                score, boosts = scored[d]
+                scored[d] = (score * weight, {**boosts, "superseded": weight})
+        return sorted(pool, key=lambda d: (-scored[d][0], d))
+    return _reorder_head(order, valid, k + stale, demote)
 
 
 def _feedback_search(
