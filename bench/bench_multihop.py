@@ -16,6 +16,10 @@ Run::
 
     .venv/bin/python bench/bench_multihop.py --dataset locomo --part tune --workdir /tmp/hmem-multihop \\
         --settings "off:feedback_rounds=1" "prf:feedback_rounds=2"
+
+``--planner`` recalls through :class:`~hmem.longterm.planner.LLMQueryPlanner` with the LLM
+the ``HMEM_LLM_*`` variables name (the ingest stays offline, so a store ingested without
+it is reused as it is).
 """
 
 from __future__ import annotations
@@ -31,10 +35,11 @@ from typing import Any
 
 from _ingest import ingest_once, load_dataset, part_ids
 
-from hmem.build import build_parts
+from hmem.build import build_llm, build_parts
 from hmem.config import Settings
 from hmem.eval.metrics import QuestionResult, Report, aggregate
 from hmem.eval.model import EvalDataset, EvalQuestion
+from hmem.longterm.planner import LLMQueryPlanner
 from hmem.longterm.store import LongTermStore
 from hmem.longterm.types import LongTermConfig
 from hmem.memory import Memory
@@ -109,12 +114,20 @@ def main() -> None:
     parser.add_argument("--part", choices=("tune", "confirm", "all"), default="tune")
     parser.add_argument("--workdir", type=Path, required=True, help="keeps the ingested store between runs")
     parser.add_argument("--settings", nargs="+", default=["off:feedback_rounds=1", "prf:feedback_rounds=2"])
+    parser.add_argument("--planner", action="store_true",
+                        help="recall with the LLM query planner (hmem.longterm.planner), the LLM from HMEM_LLM_* "
+                             "in the environment; ingest stays offline")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     dataset = load_dataset(args.dataset)
     workdir = args.workdir / args.dataset
     workdir.mkdir(parents=True, exist_ok=True)
     mem, store = _open(workdir, dataset)
+    if args.planner:
+        llm = build_llm(Settings.from_env())
+        if llm is None:
+            raise SystemExit("--planner needs an LLM: set HMEM_LLM_MODEL (and HMEM_LLM_BASE_URL, HMEM_LLM_API_KEY)")
+        store.planner = LLMQueryPlanner(llm)
     keep = set(part_ids(dataset, args.dataset, args.part))
     questions = [q for q in dataset.questions if q.conversation_id in keep and q.evidence]
     base = store.config

@@ -200,5 +200,6 @@ def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
         "items": len(items),
         "items_by_kind": dict(sorted(kinds.items())),
         "sentence_keys_waiting": stores.longterm.keys_waiting(user),
+        "query_planner": "off" if stores.longterm.planner is None else repr(stores.longterm.planner),
         "embedder": embedder_info(stores, user),
     }

@@ -27,6 +27,7 @@ from hmem._options import MemoryOptions, MemoryParts
 from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
+from hmem.longterm.planner import LLMQueryPlanner, QueryPlanner
 from hmem.longterm.store import LongTermStore
 from hmem.longterm.types import LongTermConfig
 from hmem.profile.extract import LLMProfileExtractor, OfflineProfileExtractor
@@ -68,6 +69,9 @@ def build_parts(
     instances. On failure nothing stays open; on success ``parts.on_close`` closes it all."""
     from hmem.backends.sqlite.db import SqliteDatabase
 
+    if settings.query_planner == "llm" and llm is None and not settings.llm_configured:  # before any file is made
+        raise ConfigError("HMEM_QUERY_PLANNER=llm needs an LLM: set HMEM_LLM_MODEL (and HMEM_LLM_BASE_URL, "
+                          "HMEM_LLM_API_KEY), pass llm= to Memory.open, or set HMEM_QUERY_PLANNER=off")
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
@@ -131,8 +135,9 @@ def _compose(
         keys = SentenceKeysBehind(build_vectors(settings, data_dir, collection_prefix=KEYS_PREFIX), cached, db)
         # Closed before the embedder it builds with (closers run in order on close).
         closers.insert(closers.index(batched.close), keys.close)
-    longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys)
     chat_llm = llm if llm is not None else build_llm(settings)
+    longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys,
+                             planner=_planner(settings, chat_llm))
     tokenizer = get_tokenizer(settings.model)
     # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the
     # extractors use it too, not only the summarizer.
@@ -357,6 +362,12 @@ def build_vectors(settings: Settings, data_dir: Path, *, collection_prefix: str 
         raise ConfigError(f"HMEM_VECTORS={settings.vectors!r}: expected chroma://host:port")
     return ChromaVectorIndex(chroma_http_client(parsed.hostname, parsed.port or 8000),
                              collection_prefix=collection_prefix)
+
+
+def _planner(settings: Settings, llm: LLM | None) -> QueryPlanner | None:
+    """The recall query planner ``HMEM_QUERY_PLANNER`` asks for (``off``: none; build_parts
+    has checked that ``llm`` needs one only where there is one)."""
+    return LLMQueryPlanner(llm, model=settings.llm_model) if settings.query_planner == "llm" and llm else None
 
 
 def build_llm(settings: Settings) -> LLM | None:

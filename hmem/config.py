@@ -102,6 +102,7 @@ class Settings:
     llm_model: str | None = None
     summary_model: str | None = None  # defaults to llm_model
     llm_timeout_s: float = 60.0
+    query_planner: Literal["off", "llm"] = "off"  # llm: the LLM writes more search queries per recall
     model: str = "gpt-4o-mini"  # the chat model whose tokenizer/window the context uses
     reply_reserve: int = 2000
     recall_k: int | None = None  # upper bound of context()'s recalled items (None: the budget decides)

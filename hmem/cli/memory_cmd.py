@@ -252,6 +252,8 @@ def _render_inspect(console: Console, data: dict[str, Any]) -> None:
     if st["sentence_keys_waiting"]:
         console.print(text(f"{st['sentence_keys_waiting']} turn(s) wait for their sentence keys (built in the "
                            "background; until then they are found by their own text and vector)", "yellow"))
+    if st["query_planner"] != "off":
+        console.print(text(f"Query planner: {st['query_planner']} (recall also searches the queries it writes)"))
     _render_embedder(console, st["embedder"])
 
 

@@ -13,6 +13,9 @@ With ``keys`` (a :class:`~hmem.longterm.keys.SentenceKeyIndex`), archived turns 
 found by their sentences: the store submits each written turn, drops its keys with it,
 and folds the keys' scores into the dense side of recall (:mod:`hmem.longterm.keys`).
 
+With a ``planner`` (:mod:`hmem.longterm.planner`: an LLM's, optional), recall also searches
+the queries it writes for a question.
+
 Example::
 
     >>> from hmem.backends.memory.items import MemoryItemStore
@@ -40,14 +43,7 @@ from typing import Any, Literal
 import numpy as np
 
 from hmem.errors import ConfigError, InvalidInput
-from hmem.longterm._args import (
-    Entry,
-    check_entries,
-    check_entry,
-    check_forget_filter,
-    check_recall_args,
-    prepare_turns,
-)
+from hmem.longterm._args import Entry, check_entries, check_entry, check_forget_filter, check_recall_args, prepare_turns
 from hmem.longterm._group import GroupCommit, Ingest, Written, write_ingests
 from hmem.longterm._items import (
     entry_dense_text,
@@ -72,6 +68,7 @@ from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, submit_turns
+from hmem.longterm.planner import QueryPlanner, fuse_planned
 from hmem.longterm.supersede import CLAIM_KEY
 from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
 from hmem.protocols import Embedder, ItemStore, LexicalIndex, ScoredId, VectorIndex
@@ -86,12 +83,12 @@ class LongTermStore:
 
     def __init__(self, items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, embedder: Embedder, *,
                  config: LongTermConfig | None = None, clock: Callable[[], datetime] = utcnow,
-                 keys: SentenceKeyIndex | None = None) -> None:
+                 keys: SentenceKeyIndex | None = None, planner: QueryPlanner | None = None) -> None:
         if not callable(getattr(embedder, "embed_query", None)):
             raise ConfigError(f"{type(embedder).__name__} has no embed_query(texts): add it (a symmetric model "
                               "returns embed(texts)); see hmem.protocols.Embedder")
         self.items, self.vectors, self.lexical, self.embedder = items, vectors, lexical, embedder
-        self.keys = keys
+        self.keys, self.planner = keys, planner  # planner: more queries per recall (an LLM's), or none
         self.config = config or LongTermConfig()
         self._clock = clock
         self._locks: dict[str, threading.Lock] = {}
@@ -270,22 +267,23 @@ class LongTermStore:
     ) -> list[Hit]:
         """The user's ``k`` items most relevant to ``query``, best first.
 
-        BM25 and dense rankings are fused (``fusion=None`` = ``config.fusion``, by default
-        ``"weighted"`` min-max 0.5 : 0.5; or ``"rrf"``, k=60), then
-        multiplied by the recency factor and importance boost; ``mmr_lambda`` re-ranks
-        for diversity. Each :class:`~hmem.types.Hit` carries both retrievers' ranks
-        and scores, ``fused_score`` and ``boosts``. Filters apply to both retrievers
-        and every returned item is re-checked against them.
-        """
+        BM25 and dense rankings are fused (``fusion=None`` = ``config.fusion``: ``"weighted"``
+        min-max 0.5 : 0.5, or ``"rrf"``, k=60), then boosted (recency, importance …);
+        ``mmr_lambda`` re-ranks for diversity. Each :class:`~hmem.types.Hit` carries both
+        retrievers' ranks and scores, ``fused_score`` and ``boosts``. Filters apply to both
+        retrievers and every returned item is re-checked against them. With a ``planner``,
+        its queries are searched too and each item keeps its best score (``fuse_planned``)."""
         fusion = self.config.fusion if fusion is None else fusion
         args = check_recall_args(
             user_id, query, k=k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
             fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
             mmr_lambda=mmr_lambda)
         self.check_vectors(user_id)
-        ports = RecallPorts(self.items, self.vectors, self.lexical, self.embedder, self.keys)
-        return run_recall(ports, self.config, self._clock(), user_id, query, k, args, fusion=fusion,
-                          mmr_lambda=mmr_lambda)
+        ports, now = RecallPorts(self.items, self.vectors, self.lexical, self.embedder, self.keys), self._clock()
+        queries = (query, *self.planner.plan(query)) if self.planner is not None else (query,)
+        found = [run_recall(ports, self.config, now, user_id, q, k, args, fusion=fusion, mmr_lambda=mmr_lambda)
+                 for q in queries]
+        return found[0] if len(found) == 1 else fuse_planned(found, k)
 
     # -- forget, retention, repair ------------------------------------------------
 
