@@ -112,7 +112,7 @@ def fuse_planned(results: Sequence[Sequence[Hit]], k: int, weight: float = PLANN
     """The ``k`` best hits over the question's own results (``results[0]``) and its
     planned queries' (the rest): each item keeps its best score, a planned query's
     times ``weight``. A hit whose best score came from a planned query records the factor
-    as ``boosts["planned"]``. Pure; ties go by item id.
+    as ``boosts["planned"]`` (its ranks and scores are that query's). Pure; ties go by item id.
 
     >>> from hmem.types import MemoryItem
     >>> def hit(i, s): return Hit(MemoryItem(id=i, user_id="u", text=i), s)
