@@ -81,6 +81,8 @@ def parse_queries(text: str, query: str, limit: int) -> tuple[str, ...]:
     >>> parse_queries('["What activities?"]', "what activities?", 3)
     ()
     """
+    if limit < 1:
+        return ()
     candidates: list[object]
     try:
         data = json.loads(text)

@@ -53,6 +53,10 @@ def test_a_query_at_the_length_cap_is_kept() -> None:
     assert parse_queries(f'["{"y" * MAX_QUERY_CHARS}"]', "q", 1) == ("y" * MAX_QUERY_CHARS,)
 
 
+def test_no_room_means_no_queries() -> None:
+    assert parse_queries('["a", "b"]', "q", 0) == () == parse_queries('["a"]', "q", -1)
+
+
 # -- fuse_planned ------------------------------------------------------------------
 
 
