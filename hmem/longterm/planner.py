@@ -16,11 +16,10 @@ goes on without the extra queries and the log says why.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
@@ -151,30 +150,23 @@ class LLMQueryPlanner:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ConfigError(f"cache_size must be an int >= 0, got {cache_size!r}")
         self.llm, self.model, self.max_queries, self.cache_size = llm, model, max_queries, cache_size
-        self._cache: OrderedDict[str, tuple[str, ...]] = OrderedDict()
-        self._lock = threading.Lock()
+        # lru_cache keeps no result of a call that raised: a failed question is asked again.
+        self._ask = functools.lru_cache(maxsize=cache_size)(self._ask_llm)
 
     def __repr__(self) -> str:  # shown by Memory.stats and `hmem inspect`
         return f"LLMQueryPlanner(model={self.model!r}, max_queries={self.max_queries})"
 
     def plan(self, query: str) -> tuple[str, ...]:
-        with self._lock:
-            if query in self._cache:
-                self._cache.move_to_end(query)
-                return self._cache[query]
-        messages = [Message(role="system", content=_PROMPT.format(n=self.max_queries)),
-                    Message(role="user", content=query)]
         try:
-            reply = self.llm.complete(messages, model=self.model, temperature=0.0, max_tokens=60 * self.max_queries,
-                                      json_mode=True)
+            return self._ask(query)
         except HmemError as exc:  # down, timeout, refused key: recall answers without a plan
             log.warning("query planner: the LLM failed (%s: %s); recalling with the question alone",
                         type(exc).__name__, exc)
             return ()
-        queries = parse_queries(reply.text, query, self.max_queries)
-        if self.cache_size:
-            with self._lock:
-                self._cache[query] = queries
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
-        return queries
+
+    def _ask_llm(self, query: str) -> tuple[str, ...]:
+        messages = [Message(role="system", content=_PROMPT.format(n=self.max_queries)),
+                    Message(role="user", content=query)]
+        reply = self.llm.complete(messages, model=self.model, temperature=0.0, max_tokens=60 * self.max_queries,
+                                  json_mode=True)
+        return parse_queries(reply.text, query, self.max_queries)
