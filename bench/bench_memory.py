@@ -156,7 +156,7 @@ def fill(lt: LongTermStore, user: str, upto: int, rng: random.Random, have: int)
 
 
 def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: list[int], queries: int, *,
-                  compare: dict[str, float] | None = None) -> None:
+                  compare: dict[str, float | int] | None = None) -> None:
     """Recall and context() latency per size; with ``compare`` (LongTermConfig fields), each
     query is also asked under that config, alternating, and reported on a second row."""
     user, rng, have = "scale-user", random.Random(11), 0
@@ -212,7 +212,7 @@ def main() -> int:
             emb.real.embed(["warm up the model"])
             if not args.skip_ingest:
                 ingest_phase(mem, parts.longterm)
-            compare = {k: float(v) for k, _, v in (pair.partition("=") for pair in args.compare)}
+            compare = {k: int(v) if v.isdigit() else float(v) for k, _, v in (pair.partition("=") for pair in args.compare)}
             latency_phase(mem, parts.longterm, emb, sizes, args.queries, compare=compare or None)
         finally:
             mem.close()

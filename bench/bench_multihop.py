@@ -71,11 +71,12 @@ def _parse_setting(text: str) -> tuple[str, dict[str, Any]]:
     return name, out
 
 
-def _ask(mem: Memory, questions: Sequence[EvalQuestion], k: int) -> tuple[list[QuestionResult], list[int]]:
+def _ask(mem: Memory, questions: Sequence[EvalQuestion], ask: int) -> tuple[list[QuestionResult], list[int]]:
     results, found_in_round2 = [], []
+    k = min(max(KS), ask)
     for q in questions:
         start = time.perf_counter()
-        hits = mem.recall(q.conversation_id, q.question, 2 * k)
+        hits = mem.recall(q.conversation_id, q.question, ask)
         elapsed = time.perf_counter() - start
         turns = list(dict.fromkeys(h.item.source_message_id for h in hits if h.item.source_message_id))
         results.append(QuestionResult(q.id, q.category, tuple(q.evidence), tuple(turns[:k]), elapsed))
@@ -83,16 +84,16 @@ def _ask(mem: Memory, questions: Sequence[EvalQuestion], k: int) -> tuple[list[Q
     return results, found_in_round2
 
 
-def _print(label: str, report: Report, round2: Sequence[int]) -> None:
+def _print(label: str, report: Report, round2: Sequence[int], ks: Sequence[int]) -> None:
     cats = [c for c in ORDER if c in report.per_category] + [c for c in report.per_category if c not in ORDER]
     lat = report.latency
     print(f"\n{label}  (latency p50 {1000 * (lat.p50 if lat else 0):.1f} ms, p95 "
           f"{1000 * (lat.p95 if lat else 0):.1f} ms; hits found by a later round per question {sum(round2) / max(len(round2), 1):.2f})")
-    print(f"{'category':<14} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in KS))
+    print(f"{'category':<14} {'n':>4} " + " ".join(f"{'R@' + str(k):>6}" for k in ks))
     for name, m in [("overall", report.overall)] + [(c, report.per_category[c]) for c in cats]:
         if not m.n:
             continue
-        print(f"{name:<14} {m.n:>4} " + " ".join(f"{100 * (m.recall[k] or 0):>6.1f}" for k in KS))
+        print(f"{name:<14} {m.n:>4} " + " ".join(f"{100 * (m.recall[k] or 0):>6.1f}" for k in ks))
 
 
 def _paired(label: str, base: Report, other: Report, k: int = 10) -> None:
@@ -114,6 +115,9 @@ def main() -> None:
     parser.add_argument("--part", choices=("tune", "confirm", "all"), default="tune")
     parser.add_argument("--workdir", type=Path, required=True, help="keeps the ingested store between runs")
     parser.add_argument("--settings", nargs="+", default=["off:feedback_rounds=1", "prf:feedback_rounds=2"])
+    parser.add_argument("--ask", type=int, default=2 * max(KS),
+                        help="how many hits each recall asks for (default 100, as hmem eval); R@k is printed for k up "
+                             "to it: --ask 10 shows what a caller asking for 10 hits gets")
     parser.add_argument("--planner", action="store_true",
                         help="recall with the LLM query planner (hmem.longterm.planner), the LLM from HMEM_LLM_* "
                              "in the environment; ingest stays offline")
@@ -131,20 +135,23 @@ def main() -> None:
     keep = set(part_ids(dataset, args.dataset, args.part))
     questions = [q for q in dataset.questions if q.conversation_id in keep and q.evidence]
     base = store.config
-    _ask(mem, questions[:20], max(KS))  # warm-up: caches and lazily built indexes, so the first setting's latency is not an outlier
+    if args.ask < 1:
+        raise SystemExit(f"--ask must be at least 1, got {args.ask}")
+    ks = [k for k in KS if k <= args.ask]
+    _ask(mem, questions[:20], args.ask)  # warm-up: caches and lazily built indexes, so the first setting's latency is not an outlier
     first: Report | None = None
     try:
         for text in args.settings:
             name, knobs = _parse_setting(text)
             store.config = replace(base, **knobs)
-            results, round2 = _ask(mem, questions, max(KS))
+            results, round2 = _ask(mem, questions, args.ask)
             report = aggregate(results, KS)
             part = args.part if args.dataset == "locomo" else "all"
-            _print(f"{args.dataset} {part} [{name}] {knobs}", report, round2)
+            _print(f"{args.dataset} {part} [{name}] {knobs} (asking {args.ask})", report, round2, ks)
             if first is None:
                 first = report
             else:
-                for k in (10, 25):
+                for k in [k for k in (10, 25) if k in ks]:
                     _paired("all", first, report, k)
     finally:
         store.config = base

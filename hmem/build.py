@@ -112,8 +112,8 @@ def _compose(
                                max_batch=settings.embed_batch_max)
     closers.append(batched.close)
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
-    knobs = {name: value for name in ("feedback_rounds", "time_weight", "session_weight", "question_weight",
-                                      "specific_weight")
+    knobs = {name: value for name in ("candidates", "rerank_depth", "feedback_rounds", "time_weight", "session_weight",
+                                      "question_weight", "specific_weight")
              if (value := getattr(settings, name)) is not None}
     try:
         config = LongTermConfig(**knobs) if knobs else None

@@ -3,7 +3,10 @@ from both retrievers (I/O through the ports), keep the ones the item store confi
 then rank them with the pure functions of :mod:`hmem.longterm._rank`. With
 ``config.feedback_rounds`` > 1, each further round searches BM25 again with the query
 expanded by the top hits' own words (:mod:`hmem.longterm.feedback`) and merges what it
-finds; a round that brings nothing new into the top ``k`` is dropped and ends the loop.
+finds; a round that brings nothing new into the re-ranked head is dropped and ends the
+loop. The retrieval depth (``max(config.candidates, 3k)``) and the head
+(``max(config.rerank_depth, k)``) do not depend on ``k`` up to ``rerank_depth`` (100): the
+first hits of ``recall(q, 10)`` are the first of ``recall(q, 100)``.
 Unless a boost reads them, the candidates' items are read only for the few hits that
 need them (:class:`_Confirmed`).
 
@@ -50,7 +53,7 @@ from hmem.longterm._rank import (
     to_hits,
 )
 from hmem.longterm.dates import query_period
-from hmem.longterm.feedback import SCAN_CHARS, assign_rounds, expansion_terms, merge_round
+from hmem.longterm.feedback import SCAN_CHARS, expansion_terms, merge_round, rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
 from hmem.longterm.supersede import is_superseded
@@ -86,7 +89,11 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
 ) -> list[Hit]:
     """The ``k`` best hits for ``query``; ``args`` comes from :func:`check_recall_args`."""
     flt: ItemFilter = args["filter"]
-    depth = max(config.candidates, k * 3)
+    # Up to rerank_depth hits, the depths are the config's, not k's: asking for more must not
+    # reorder the first ones (a deeper candidate list changes min-max fusion, a larger head
+    # what is re-ranked). A deeper ask (context() takes up to 200) searches deeper still.
+    depth = max(config.candidates, 3 * k)
+    head = max(config.rerank_depth, k)
     allowed: set[str] | None = None
     if not flt.is_empty:
         allowed = ports.items.find_ids(user_id, flt)
@@ -117,12 +124,13 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
                     period=period, time_weight=config.time_weight, said_in_period={})
     scored = boost(fused, valid)
     order = best_first(scored)
-    rounds, kept = assign_rounds({}, order[:k], 1), 1
+    rankings, kept = [(1, order)], 1
+    seen = set(order[:head])  # what the rounds kept so far put in the head
     for round_no in range(2, config.feedback_rounds + 1):
         valid.fetch(order[: max(k, _FEEDBACK_BACKGROUND)])  # the leads and background, in one read
         leads = _distinct_sources(order, valid, config.feedback_docs)
         more = _feedback_search(ports, config, user_id, lexical_query, leads=leads, order=order, valid=valid,
-                                allowed=allowed, depth=depth, k=k)
+                                allowed=allowed, depth=depth, head=head)
         if not more:
             break  # no expansion words, or the search found nothing besides the leads
         merged = merge_round(fused, more, config.feedback_weight, leads=leads,
@@ -130,28 +138,25 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         merged = {d: v for d, v in merged.items() if d in valid}  # drops the unconfirmed (see _feedback_search)
         rescored = boost(merged, valid)
         reordered = best_first(rescored)
-        if rounds.keys() >= set(reordered[:k]):
+        if seen >= set(reordered[:head]):
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
-        rounds = assign_rounds(rounds, order[:k], round_no)
-    # Each reorders the best max(k, candidates) hits (their items are read once, by the
-    # first) and leaves the rest below them: a step changes the pool's order, never who is
-    # in it. The depth is what was measured (docs/longterm.md, "Session support").
-    pool_size = max(k, config.candidates)
+        rankings.append((round_no, order))
+        seen.update(order[:head])
+    # Each reorders the best rerank_depth hits (their items are read once, by the first) and
+    # leaves the rest below them: a step changes the pool's order, never who is in it.
     if config.session_weight:
         def support(pool: list[str]) -> list[str]:
             places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
             return session_support(pool, scored, places, config.session_weight)
-        order = _reorder_head(order, valid, pool_size, support)
-        rounds = assign_rounds(rounds, order[:k], kept)  # lifted into the top k from below: the last round's
+        order = _reorder_head(order, valid, head, support)
     if config.question_weight:
         # After session support: a question still tells which session is on the topic,
         # it is only a poor answer.
         def demote(pool: list[str]) -> list[str]:
             shares = {d: question_share(it.text) for d in pool if (it := valid[d]).kind == "turn"}
             return demote_questions(pool, scored, shares, config.question_weight)
-        order = _reorder_head(order, valid, pool_size, demote)
-        rounds = assign_rounds(rounds, order[:k], kept)
+        order = _reorder_head(order, valid, head, demote)
     if config.specific_weight:
         def promote(pool: list[str]) -> list[str]:
             texts = [query[:SCAN_CHARS], *(valid[d].text[:SCAN_CHARS] for d in pool)]
@@ -160,9 +165,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             specific = {d: specificity(terms, stats.documents, asked, config.specific_share)
                         for d, terms in zip(pool, stats.terms[1:], strict=True)}
             return promote_specific(pool, scored, specific, config.specific_weight)
-        order = _reorder_head(order, valid, pool_size, promote)
-        rounds = assign_rounds(rounds, order[:k], kept)
-    order = _demote_superseded(order, valid, scored, config.superseded_weight, k)
+        order = _reorder_head(order, valid, head, promote)
+    order = _demote_superseded(order, valid, scored, config.superseded_weight, head)
     if mmr_lambda is not None and order:
         pool = valid.first(order, max(k * 3, 30))
         vecs = dict(zip(pool, ports.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
@@ -170,8 +174,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         for d, mmr_score in picked:
             scored[d][1]["mmr"] = mmr_score
         order = [d for d, _ in picked]
-        rounds = assign_rounds(rounds, order[:k], kept)  # MMR's picks from deeper down: the last round's
-    return to_hits(valid.first(order, k), scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds)
+    shown = valid.first(order, k)
+    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, rankings, kept))
 
 
 def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,
@@ -183,11 +187,11 @@ def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,
 
 
 def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, weight: float,
-                       k: int) -> list[str]:
-    """``order`` with superseded items among the first ``k`` scored ``weight`` times lower
+                       head: int) -> list[str]:
+    """``order`` with superseded items among the first ``head`` scored ``weight`` times lower
     (``boosts["superseded"]``), so the newer version of a claim ranks first. Only the
     shown items are read, plus as many below them as are demoted (they may move up)."""
-    shown = valid.first(order, k)
+    shown = valid.first(order, head)
     stale = sum(is_superseded(valid[d]) for d in shown)
     if not stale or weight >= 1.0:
         return list(order)
@@ -198,18 +202,18 @@ def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, 
                 score, boosts = scored[d]
                 scored[d] = (score * weight, {**boosts, "superseded": weight})
         return sorted(pool, key=lambda d: (-scored[d][0], d))
-    return _reorder_head(order, valid, k + stale, demote)
+    return _reorder_head(order, valid, head + stale, demote)
 
 
 def _feedback_search(
     ports: RecallPorts, config: LongTermConfig, user_id: str, query: str, *, leads: Sequence[str],
-    order: Sequence[str], valid: _Confirmed, allowed: set[str] | None, depth: int, k: int,
+    order: Sequence[str], valid: _Confirmed, allowed: set[str] | None, depth: int, head: int,
 ) -> list[tuple[str, float]]:
     """BM25 (id, score) pairs, the ``leads`` left out, for ``query`` expanded by the leads'
     words against the rest of ``order``. Items met for the first time among the round's
-    ``k`` best are confirmed and added to ``valid``; the deeper ones are not (the
+    ``head`` best are confirmed and added to ``valid``; the deeper ones are not (the
     caller drops them after normalising): an item the first round did not find starts
-    from 0, so it trails the ``k`` above it in this round and cannot reach the top ``k``
+    from 0, so it trails the ``head`` above it in this round and cannot reach the head
     (unless a recency or importance boost reorders them)."""
     background = [it.text for d in order[:_FEEDBACK_BACKGROUND]
                   if d not in leads and (it := valid.get(d)) is not None]  # None: deleted meanwhile
@@ -219,7 +223,7 @@ def _feedback_search(
     extra = " ".join(terms)
     expanded = f"{query[: MAX_INDEX_CHARS - len(extra) - 1]} {extra}"
     found = [h for h in ports.lexical.search(user_id, expanded, depth, allowed_ids=allowed) if h.id not in leads]
-    valid.confirm(h.id for h in found[:k])
+    valid.confirm(h.id for h in found[:head])
     return [(h.id, h.score) for h in found]
 
 

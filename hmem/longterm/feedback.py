@@ -18,8 +18,8 @@ the evidence of the first round.
 * :func:`merge_round` adds a round's evidence, times a weight, to the fused scores so
   far: full for the hits it was expanded from, min-max normalised BM25 scores (or
   reciprocal ranks, under RRF) for the others it found.
-* :func:`assign_rounds` records, for each id in the top ``k``, the first round that put
-  it there (:attr:`hmem.types.Hit.round`).
+* :func:`rounds_of` records, for each hit shown, the first round that ranked it at or above
+  the place it is shown at (:attr:`hmem.types.Hit.round`).
 
 Example::
 
@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from hmem.longterm.text import CHINESE_STOPWORDS, tokenize
 
-__all__ = ["ENTITY_BOOST", "SCAN_CHARS", "assign_rounds", "expansion_terms", "merge_round"]
+__all__ = ["ENTITY_BOOST", "SCAN_CHARS", "expansion_terms", "merge_round", "rounds_of"]
 
 #: Weight factor of a name or number written inside a sentence (an entity, most likely).
 ENTITY_BOOST = 1.5
@@ -203,13 +203,18 @@ def merge_round(
     return out
 
 
-def assign_rounds(rounds: Mapping[str, int], top: Sequence[str], round_no: int) -> dict[str, int]:
-    """``rounds`` plus ``round_no`` for each id of ``top`` that no earlier round put there.
+def rounds_of(shown: Sequence[str], rankings: Sequence[tuple[int, Sequence[str]]], last: int) -> dict[str, int]:
+    """For each id of ``shown`` (the final order), the first round whose ranking
+    (``rankings``: round number and its order, first round first) had it at or above the
+    place it is shown at; ``last`` (the last round kept) for an id a later step lifted
+    there (session support, rare words …). It depends on the place, never on how many
+    hits were asked for, so a deeper recall labels its first hits the same.
 
-    >>> assign_rounds({"a": 1}, ["a", "c"], 2)
-    {'a': 1, 'c': 2}
+    >>> rounds_of(["c", "a", "b"], [(1, ["a", "b", "c"]), (2, ["c", "a", "b"])], 2)
+    {'c': 2, 'a': 1, 'b': 1}
     """
-    out = dict(rounds)
-    for doc_id in top:
-        out.setdefault(doc_id, round_no)
+    places = [(round_no, {d: i for i, d in enumerate(order[: len(shown)])}) for round_no, order in rankings]
+    out: dict[str, int] = {}
+    for place, doc_id in enumerate(shown):
+        out[doc_id] = next((r for r, at in places if at.get(doc_id, place + 1) <= place), last)
     return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
+from hmem._primitives import MAX_K
 from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.types import MemoryItem
@@ -23,8 +24,6 @@ __all__ = [
 
 RememberStatus = Literal["stored", "updated", "skipped"]
 
-#: The most hits one recall (or single-retriever search) returns.
-MAX_K = 1000
 #: The most recall rounds ``LongTermConfig.feedback_rounds`` allows: each round costs a
 #: BM25 search, and a third did not help on LoCoMo (docs/longterm.md).
 MAX_FEEDBACK_ROUNDS = 3
@@ -61,6 +60,14 @@ class LongTermConfig:
     importance becomes the max, metadata is merged, ``updated_at`` refreshed. ``max_items_per_user``: retention cap (``None`` = unlimited);
     past it the lowest ``importance × 0.5**(age/retention_half_life)`` are removed.
 
+    ``candidates``: how many hits each retriever (BM25, vectors) returns to be fused
+    (``max(candidates, 3k)``), and ``rerank_depth``: how many of the best fused hits the
+    steps after fusion re-rank (session support, question demotion, specific answers,
+    superseded facts) and a feedback round must bring something new into
+    (``max(rerank_depth, k)``). Up to ``k = rerank_depth`` neither depends on ``k``, so the
+    first hits of ``recall(q, 10)`` are the first of ``recall(q, 100)``: what an evaluation
+    asking 100 measures is what a caller asking 10 gets (docs/longterm.md, "Ranking depth").
+
     ``fusion`` (default for :meth:`~hmem.longterm.store.LongTermStore.recall`): ``"weighted"`` min-max
     fusion with ``lexical_weight`` 0.5 : ``dense_weight`` 0.5. Min-max keeps *how much*
     better the top BM25 match is, which RRF's ranks throw away (docs/eval.md). The dense
@@ -73,7 +80,7 @@ class LongTermConfig:
     previous round's ``feedback_docs`` best hits (pseudo-relevance feedback, offline:
     :mod:`hmem.longterm.feedback`), searches BM25 again and adds ``feedback_weight`` × its
     evidence (full for those hits, normalised scores or, under RRF, reciprocal ranks for
-    the rest) to the fused scores; a round that brings no new item into the top ``k`` is
+    the rest) to the fused scores; a round that brings no new item into the re-ranked head is
     dropped and ends the loop. :attr:`Hit.round <hmem.types.Hit.round>` says which round
     found each hit. Two rounds are the default: LoCoMo R@10 +2.0 on the conversations the
     knobs were chosen on, +1.2 on the others (docs/longterm.md).
@@ -83,7 +90,7 @@ class LongTermConfig:
     ``1 + time_weight`` times more (``Hit.boosts["time"]``); 0 turns it off. A boost, not a
     filter, and no recency multiplier: old evidence is never buried.
 
-    ``session_weight``: each of the best ``max(k, candidates)`` hits gains this much of
+    ``session_weight``: each of the re-ranked hits gains this much of
     the score of the best other hit of its session said within an hour of it
     (:data:`~hmem.longterm._rank.SESSION_SPAN`; ``Hit.boosts["session"]``: the factor
     it made); 0 turns it off. The turn that answers often shares no word with the question
@@ -91,8 +98,8 @@ class LongTermConfig:
     +4.4 on the others (docs/longterm.md, "Session support").
 
     ``question_weight``: a turn that asks ("How did the kids like it?") is a poor answer
-    to a later question about its topic (the answer is the next turn): each of the best
-    ``max(k, candidates)`` hits scores ``1 - question_weight × share`` times its score, where
+    to a later question about its topic (the answer is the next turn): each of the
+    re-ranked hits scores ``1 - question_weight × share`` times its score, where
     share is the part of its sentences that are questions (``Hit.boosts["question"]``);
     0 turns it off. LoCoMo R@10 +1.3 on the conversations it was chosen on, +0.9 on the
     others (docs/longterm.md, "Questions are poor answers").
@@ -100,8 +107,8 @@ class LongTermConfig:
     ``specific_weight``: a hit that holds words rare in the user's archive (held by at most
     ``specific_share`` of their documents, and not in the question) says something
     specific ("I'm reading *The Name of the Wind*"), where one of common words only
-    ("Books can really inspire us!") talks around the topic: each of the best
-    ``max(k, candidates)`` hits scores ``1 + specific_weight × specificity`` times its score
+    ("Books can really inspire us!") talks around the topic: each of the
+    re-ranked hits scores ``1 + specific_weight × specificity`` times its score
     (:func:`~hmem.longterm._rank.specificity`: up to three rare words; ``Hit.boosts
     ["specific"]``); 0 turns it off. In an archive of fewer than 125 documents no word
     is that rare and nothing changes (below 250, only a word held by one document is;
@@ -113,7 +120,8 @@ class LongTermConfig:
     """
 
     near_duplicate_threshold: float | None = 0.95
-    candidates: int = 50
+    candidates: int = 300
+    rerank_depth: int = 100
     rrf_k: int = fz.RRF_K
     lexical_weight: float = 0.5
     dense_weight: float = 0.5
@@ -138,8 +146,12 @@ class LongTermConfig:
         t = self.near_duplicate_threshold
         if t is not None and not 0.0 < t <= 1.0:
             raise ConfigError("near_duplicate_threshold must be in (0, 1] or None")
-        if self.candidates < 1 or self.rrf_k < 0:
-            raise ConfigError("candidates must be >= 1 and rrf_k >= 0")
+        if self.rrf_k < 0:
+            raise ConfigError(f"rrf_k must be >= 0, got {self.rrf_k!r}")
+        for name in ("candidates", "rerank_depth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
+                raise ConfigError(f"{name} must be an integer from 1 to {MAX_K}, got {value!r}")
         if self.max_items_per_user is not None and self.max_items_per_user < 1:
             raise ConfigError("max_items_per_user must be >= 1 or None")
         if self.retention_half_life.total_seconds() <= 0:

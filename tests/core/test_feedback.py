@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hmem.errors import ConfigError
-from hmem.longterm.feedback import SCAN_CHARS, assign_rounds, expansion_terms, merge_round
+from hmem.longterm.feedback import SCAN_CHARS, expansion_terms, merge_round, rounds_of
 from hmem.longterm.types import MAX_FEEDBACK_ROUNDS, LongTermConfig
 
 # -- expansion_terms ---------------------------------------------------------------------
@@ -143,14 +143,26 @@ def test_merge_of_an_empty_round_changes_nothing_and_does_not_alias() -> None:
     assert merged == fused and merged is not fused
 
 
-# -- assign_rounds -----------------------------------------------------------------------
+# -- rounds_of ---------------------------------------------------------------------------
 
 
-def test_each_id_keeps_the_first_round_that_put_it_in_the_top() -> None:
-    rounds = assign_rounds({}, ["a", "b"], 1)
-    rounds = assign_rounds(rounds, ["b", "c"], 2)
-    rounds = assign_rounds(rounds, ["c", "d", "a"], 3)
-    assert rounds == {"a": 1, "b": 1, "c": 2, "d": 3}
+def test_a_hit_gets_the_first_round_that_ranked_it_at_or_above_its_place() -> None:
+    rankings = [(1, ["a", "b", "c", "d"]), (2, ["c", "a", "b", "d"]), (3, ["d", "c", "a", "b"])]
+    assert rounds_of(["d", "c", "a", "b"], rankings, 3) == {"d": 3, "c": 2, "a": 1, "b": 1}
+
+
+def test_a_hit_no_round_ranked_that_high_gets_the_last_round_kept() -> None:
+    """Lifted by a step after the rounds (session support …), or found below every round's list."""
+    assert rounds_of(["x", "a"], [(1, ["a", "x"]), (2, ["a", "x"])], 2) == {"x": 2, "a": 1}
+    assert rounds_of(["new"], [(1, ["a"])], 1) == {"new": 1}
+
+
+def test_the_labels_of_the_first_hits_do_not_depend_on_how_many_are_shown() -> None:
+    rankings = [(1, ["a", "b", "c", "d", "e"]), (2, ["e", "a", "b", "c", "d"])]
+    final = ["e", "a", "b", "c", "d"]
+    deep = rounds_of(final, rankings, 2)
+    for n in range(1, len(final) + 1):
+        assert rounds_of(final[:n], rankings, 2) == {d: deep[d] for d in final[:n]}
 
 
 # -- the knobs ---------------------------------------------------------------------------

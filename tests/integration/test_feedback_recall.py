@@ -62,13 +62,17 @@ def _stack(kind: str, tmp: Path) -> Stack:
 #: higher and this chain's answer lands just below the top K: these tests are about the
 #: round's mechanics, so they pin the weights (the LoCoMo effect is measured, not tested).
 ROUND_WEIGHTS = {"lexical_weight": 0.6, "dense_weight": 0.4}
+#: A round is kept only when it brings something new into the best ``rerank_depth`` hits;
+#: this store's 19 items all fit in the default head of 100, so the tests re-rank the best
+#: K, as a store of thousands of items does its best 100.
+HEAD = {"rerank_depth": K}
 
 
 def _rounds(stack: Stack, rounds: int, **extra: object) -> Stack:
     """The same store (so BM25 ties break the same way) with other feedback settings, and
     no session support: the chain shares one session, which alone lifts the answer
     (tests/core/test_session_support.py); these tests are about the feedback round."""
-    extra = {"session_weight": 0.0, **ROUND_WEIGHTS, **extra}
+    extra = {"session_weight": 0.0, **ROUND_WEIGHTS, **HEAD, **extra}
     stack.store.config = replace(LongTermConfig(), feedback_rounds=rounds, **extra)  # type: ignore[arg-type]
     return stack
 
@@ -109,11 +113,11 @@ def test_the_second_round_respects_filters_and_users(stack: Stack) -> None:
 
 
 def test_a_round_that_adds_nothing_new_is_dropped(stack: Stack) -> None:
-    # With k above the item count every item is already in the first round's results,
+    # With a head above the item count every item is already in the first round's head,
     # so round 2 can add nothing: the result is exactly the one-round result.
-    one = _rounds(stack, 1).store.recall("u1", QUESTION, k=50)
+    one = _rounds(stack, 1, rerank_depth=50).store.recall("u1", QUESTION, k=50)
     for rounds in (2, 3):
-        more = _rounds(stack, rounds).store.recall("u1", QUESTION, k=50)
+        more = _rounds(stack, rounds, rerank_depth=50).store.recall("u1", QUESTION, k=50)
         assert [h.item.text for h in more] == [h.item.text for h in one]
         assert [h.score for h in more] == pytest.approx([h.score for h in one])
         assert {h.round for h in more} == {1}
@@ -130,7 +134,7 @@ def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) 
         with Memory.open(tmp_path / f"r{rounds}", vectors="memory", feedback_rounds=rounds) as mem:
             store = mem._longterm
             assert store.config.feedback_rounds == rounds
-            store.config = replace(store.config, **ROUND_WEIGHTS)
+            store.config = replace(store.config, **ROUND_WEIGHTS, **HEAD)
             for text in CHAIN + DISTRACTORS:
                 mem.remember("u1", text)
             found[rounds] = {h.item.text: h.round for h in mem.recall("u1", QUESTION, K)}

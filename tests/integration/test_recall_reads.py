@@ -134,7 +134,7 @@ def test_lazy_reads_give_the_hits_of_reading_every_candidate(stack: Stack, monke
     assert {h.round for h in lazy[1][0]} == {1, 2}
     assert CHAIN[2] in [h.item.text for h in lazy[1][0]]
     assert {h.item.session_id for h in lazy[5][0]} == {"s1"}
-    assert lazy[0][1] <= LongTermConfig().candidates < eager[0][1]
+    assert lazy[0][1] <= LongTermConfig().rerank_depth < eager[0][1], (lazy[0][1], eager[0][1])
 
 
 def test_an_item_deleted_between_the_reads_is_dropped(stack: Stack) -> None:
