@@ -221,6 +221,7 @@ class Hit:
     boosts: Mapping[str, float] = field(default_factory=dict)
     #: The fusion score before boosts (RRF or weighted); ``score`` is after boosts.
     fused_score: float | None = None
-    #: Which recall round found it: 1, or a pseudo-relevance feedback round (2 …) that
-    #: brought it into the results (``LongTermConfig.feedback_rounds``).
+    #: Which recall round found it: 1, or the pseudo-relevance feedback round (2 …) whose
+    #: ranking first had it at or above the place it is shown at
+    #: (``LongTermConfig.feedback_rounds``; :func:`hmem.longterm.feedback.rounds_of`).
     round: int = 1
