@@ -221,7 +221,7 @@ class Hit:
     boosts: Mapping[str, float] = field(default_factory=dict)
     #: The fusion score before boosts (RRF or weighted); ``score`` is after boosts.
     fused_score: float | None = None
-    #: Which recall round found it: 1, or the pseudo-relevance feedback round (2 …) whose
-    #: ranking first had it at or above the place it is shown at
+    #: Which recall round found it: 1, or the pseudo-relevance feedback round (2 …) that
+    #: first brought it among the best ``rerank_depth`` hits
     #: (``LongTermConfig.feedback_rounds``; :func:`hmem.longterm.feedback.rounds_of`).
     round: int = 1

@@ -175,7 +175,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             scored[d][1]["mmr"] = mmr_score
         order = [d for d, _ in picked]
     shown = valid.first(order, k)
-    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, rankings, kept))
+    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, rankings, head, kept))
 
 
 def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,

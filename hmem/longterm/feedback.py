@@ -18,8 +18,8 @@ the evidence of the first round.
 * :func:`merge_round` adds a round's evidence, times a weight, to the fused scores so
   far: full for the hits it was expanded from, min-max normalised BM25 scores (or
   reciprocal ranks, under RRF) for the others it found.
-* :func:`rounds_of` records, for each hit shown, the first round that ranked it at or above
-  the place it is shown at (:attr:`hmem.types.Hit.round`).
+* :func:`rounds_of` records, for each hit shown, the first round that held it among its
+  best ``rerank_depth`` (:attr:`hmem.types.Hit.round`).
 
 Example::
 
@@ -203,18 +203,17 @@ def merge_round(
     return out
 
 
-def rounds_of(shown: Sequence[str], rankings: Sequence[tuple[int, Sequence[str]]], last: int) -> dict[str, int]:
-    """For each id of ``shown`` (the final order), the first round whose ranking
-    (``rankings``: round number and its order, first round first) had it at or above the
-    place it is shown at; ``last`` (the last round kept) for an id a later step lifted
-    there (session support, rare words …). It depends on the place, never on how many
-    hits were asked for, so a deeper recall labels its first hits the same.
+def rounds_of(
+    shown: Sequence[str], rankings: Sequence[tuple[int, Sequence[str]]], head: int, last: int,
+) -> dict[str, int]:
+    """For each id of ``shown``, the first round that found it: whose ranking
+    (``rankings``: round number and its order, first round first) held it among its best
+    ``head``; ``last`` (the last round kept) for an id no round's head held, lifted there by
+    a later step (session support, rare words …). The head, not the number of hits asked
+    for, decides, so a deeper recall labels its first hits the same.
 
-    >>> rounds_of(["c", "a", "b"], [(1, ["a", "b", "c"]), (2, ["c", "a", "b"])], 2)
+    >>> rounds_of(["c", "a", "b"], [(1, ["a", "b", "x"]), (2, ["c", "a", "b"])], 3, 2)
     {'c': 2, 'a': 1, 'b': 1}
     """
-    places = [(round_no, {d: i for i, d in enumerate(order[: len(shown)])}) for round_no, order in rankings]
-    out: dict[str, int] = {}
-    for place, doc_id in enumerate(shown):
-        out[doc_id] = next((r for r, at in places if at.get(doc_id, place + 1) <= place), last)
-    return out
+    heads = [(round_no, set(order[:head])) for round_no, order in rankings]
+    return {d: next((r for r, held in heads if d in held), last) for d in shown}

@@ -56,6 +56,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+#: The re-ranked head of these tests (LongTermConfig.rerank_depth).
+HEAD = 8
+
+
 class _Spy:
     """A real item store, counting the rows ``get`` returns (everything else passes through)."""
 
@@ -116,7 +120,10 @@ def test_lazy_reads_give_the_hits_of_reading_every_candidate(stack: Stack, monke
     """Every case of CASES: the same hits (items, scores, ranks, boosts, rounds, in order)
     as the path that reads every candidate first, from fewer rows. One item is gone from
     the item store but not from the indexes (a crash between the two deletes): it must
-    not count in the fusion either way."""
+    not count in the fusion either way. The head is 8 of this store's 153 items, as a
+    store of thousands re-ranks its best 100: with the default head the first round holds
+    the two-hop case's answer already, and round 2 would have nothing new to find."""
+    stack.store.config = replace(LongTermConfig(), rerank_depth=HEAD)
     stale = stack.store.recall("u1", CASES[2][0], k=5)[3].item.id
     assert stack.store.items.delete("u1", [stale]) == 1
     lazy = {i: _recall_counting(stack, q, **kw) for i, (q, kw) in enumerate(CASES)}
@@ -134,7 +141,7 @@ def test_lazy_reads_give_the_hits_of_reading_every_candidate(stack: Stack, monke
     assert {h.round for h in lazy[1][0]} == {1, 2}
     assert CHAIN[2] in [h.item.text for h in lazy[1][0]]
     assert {h.item.session_id for h in lazy[5][0]} == {"s1"}
-    assert lazy[0][1] <= LongTermConfig().rerank_depth < eager[0][1], (lazy[0][1], eager[0][1])
+    assert lazy[0][1] <= 50 < eager[0][1], (lazy[0][1], eager[0][1])
 
 
 def test_an_item_deleted_between_the_reads_is_dropped(stack: Stack) -> None:
