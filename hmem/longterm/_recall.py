@@ -143,8 +143,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused, scored, order, kept = merged, rescored, reordered, round_no
         rankings.append((round_no, order))
         seen.update(order[:head])
-    # Each reorders the best rerank_depth hits (their items are read once, by the first) and
-    # leaves the rest below them: a step changes the pool's order, never who is in it.
+    # Each reorders the head (its items are read once, by the first) and leaves the rest
+    # below it: a step changes the head's order, never who is in it.
     if config.session_weight:
         def support(pool: list[str]) -> list[str]:
             places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
