@@ -28,7 +28,6 @@ __all__ = [
     "MAX_CLOCK_SKEW",
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
-    "MAX_K",
     "RELEVANCE_CUTOFF",
     "JSONScalar",
     "as_datetime",
@@ -51,10 +50,6 @@ MAX_ID_CHARS = 256
 #: ``created_at``) may be: clocks of different machines drift by seconds, not
 #: minutes. A time further ahead would outrank everything in recency until it passes.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
-
-#: The most hits one recall (or single-retriever search) returns; also the most a recall
-#: depth (``LongTermConfig.candidates``, ``rerank_depth``) may be.
-MAX_K = 1000
 
 #: Default relevance cut-off of a prompt's recalled tier: a hit scoring below this
 #: share of the best hit's score is left out (reason ``"relevance"``). Chosen with

@@ -72,11 +72,12 @@ def build_parts(
     if settings.query_planner == "llm" and llm is None and not settings.llm_configured:  # before any file is made
         raise ConfigError("HMEM_QUERY_PLANNER=llm needs an LLM: set HMEM_LLM_MODEL (and HMEM_LLM_BASE_URL, "
                           "HMEM_LLM_API_KEY), pass llm= to Memory.open, or set HMEM_QUERY_PLANNER=off")
+    config = _longterm_config(settings)  # a bad knob is refused before any file is made, too
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
     try:
-        return _compose(settings, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
+        return _compose(settings, config, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
     except BaseException:
         # e.g. Redis unreachable, a bad Chroma URL, an invalid setting found late: leave
         # nothing open behind the error (pools, the SQLite file), newest first.
@@ -89,8 +90,22 @@ def build_parts(
         raise
 
 
+def _longterm_config(settings: Settings) -> LongTermConfig | None:
+    """The long-term store's config from the ``HMEM_*`` recall knobs set (None: all defaults);
+    a ``ConfigError`` naming the variables when LongTermConfig refuses them."""
+    knobs = {name: value for name in ("candidates", "rerank_depth", "feedback_rounds", "time_weight", "session_weight",
+                                      "question_weight", "specific_weight")
+             if (value := getattr(settings, name)) is not None}
+    try:
+        return LongTermConfig(**knobs) if knobs else None
+    except ConfigError as exc:
+        shown = ", ".join(f"HMEM_{name.upper()}={value}" for name, value in knobs.items())
+        raise ConfigError(f"{shown}: {exc}") from None
+
+
 def _compose(
     settings: Settings,
+    config: LongTermConfig | None,
     db: Any,
     data_dir: Path,
     closers: list[Callable[[], None]],
@@ -112,14 +127,6 @@ def _compose(
                                max_batch=settings.embed_batch_max)
     closers.append(batched.close)
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
-    knobs = {name: value for name in ("candidates", "rerank_depth", "feedback_rounds", "time_weight", "session_weight",
-                                      "question_weight", "specific_weight")
-             if (value := getattr(settings, name)) is not None}
-    try:
-        config = LongTermConfig(**knobs) if knobs else None
-    except ConfigError as exc:
-        shown = ", ".join(f"HMEM_{name.upper()}={value}" for name, value in knobs.items())
-        raise ConfigError(f"{shown}: {exc}") from None
     if vectors is None:
         vectors = build_vectors(settings, data_dir)
         if settings.vector_writes == "behind" or (settings.vector_writes == "auto" and settings.vectors == "chroma"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from hmem._primitives import MAX_K, RELEVANCE_CUTOFF
+from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
 
@@ -198,10 +198,6 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
-        for name in ("candidates", "rerank_depth"):
-            depth = getattr(self, name)  # LongTermConfig checks it again; here, before any folder is made
-            if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= MAX_K):
-                raise ConfigError(f"HMEM_{name.upper()}={depth!r}: must be an integer from 1 to {MAX_K}")
         for name, high in (("time_weight", 10.0), ("session_weight", 10.0), ("question_weight", 1.0),
                            ("specific_weight", 10.0)):
             value = getattr(self, name)  # before any store is opened

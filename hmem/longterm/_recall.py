@@ -124,8 +124,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
                     period=period, time_weight=config.time_weight, said_in_period={})
     scored = boost(fused, valid)
     order = best_first(scored)
-    rankings, kept = [(1, order)], 1
-    seen = set(order[:head])  # what the rounds kept so far put in the head
+    heads, kept = [(1, set(order[:head]))], 1  # each kept round's head: who found what (Hit.round)
     for round_no in range(2, config.feedback_rounds + 1):
         valid.fetch(order[: max(k, _FEEDBACK_BACKGROUND)])  # the leads and background, in one read
         leads = _distinct_sources(order, valid, config.feedback_docs)
@@ -138,11 +137,11 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         merged = {d: v for d, v in merged.items() if d in valid}  # drops the unconfirmed (see _feedback_search)
         rescored = boost(merged, valid)
         reordered = best_first(rescored)
-        if seen >= set(reordered[:head]):
+        new_head = set(reordered[:head])
+        if new_head <= set().union(*(held for _, held in heads)):
             break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
         fused, scored, order, kept = merged, rescored, reordered, round_no
-        rankings.append((round_no, order))
-        seen.update(order[:head])
+        heads.append((round_no, new_head))
     # Each reorders the head (its items are read once, by the first) and leaves the rest
     # below it: a step changes the head's order, never who is in it.
     if config.session_weight:
@@ -175,7 +174,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
             scored[d][1]["mmr"] = mmr_score
         order = [d for d, _ in picked]
     shown = valid.first(order, k)
-    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, rankings, head, kept))
+    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, heads, kept))
 
 
 def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,
@@ -190,7 +189,7 @@ def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, 
                        head: int) -> list[str]:
     """``order`` with superseded items among the first ``head`` scored ``weight`` times lower
     (``boosts["superseded"]``), so the newer version of a claim ranks first. Only the
-    shown items are read, plus as many below them as are demoted (they may move up)."""
+    head's items are read, plus as many below them as are demoted (they may move up)."""
     shown = valid.first(order, head)
     stale = sum(is_superseded(valid[d]) for d in shown)
     if not stale or weight >= 1.0:

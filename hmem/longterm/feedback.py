@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from hmem.longterm.text import CHINESE_STOPWORDS, tokenize
 
@@ -203,17 +203,14 @@ def merge_round(
     return out
 
 
-def rounds_of(
-    shown: Sequence[str], rankings: Sequence[tuple[int, Sequence[str]]], head: int, last: int,
-) -> dict[str, int]:
-    """For each id of ``shown``, the first round that found it: whose ranking
-    (``rankings``: round number and its order, first round first) held it among its best
-    ``head``; ``last`` (the last round kept) for an id no round's head held, lifted there by
-    a later step (session support, rare words …). The head, not the number of hits asked
-    for, decides, so a deeper recall labels its first hits the same.
+def rounds_of(shown: Sequence[str], heads: Sequence[tuple[int, Collection[str]]], last: int) -> dict[str, int]:
+    """For each id of ``shown``, the first round that found it: whose head (``heads``:
+    round number and the ids of its best ``rerank_depth``, first round first) held it;
+    ``last`` (the last round kept) for an id no round's head held, lifted there by a later
+    step (session support, rare words …). The head, not the number of hits asked for,
+    decides, so a deeper recall labels its first hits the same.
 
-    >>> rounds_of(["c", "a", "b"], [(1, ["a", "b", "x"]), (2, ["c", "a", "b"])], 3, 2)
+    >>> rounds_of(["c", "a", "b"], [(1, {"a", "b", "x"}), (2, {"c", "a", "b"})], 2)
     {'c': 2, 'a': 1, 'b': 1}
     """
-    heads = [(round_no, set(order[:head])) for round_no, order in rankings]
     return {d: next((r for r, held in heads if d in held), last) for d in shown}

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from hmem._primitives import MAX_K
 from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.types import MemoryItem
@@ -24,6 +23,9 @@ __all__ = [
 
 RememberStatus = Literal["stored", "updated", "skipped"]
 
+#: The most hits one recall (or single-retriever search) returns; also the most a recall
+#: depth (``LongTermConfig.candidates``, ``rerank_depth``) may be.
+MAX_K = 1000
 #: The most recall rounds ``LongTermConfig.feedback_rounds`` allows: each round costs a
 #: BM25 search, and a third did not help on LoCoMo (docs/longterm.md).
 MAX_FEEDBACK_ROUNDS = 3
@@ -148,10 +150,6 @@ class LongTermConfig:
             raise ConfigError("near_duplicate_threshold must be in (0, 1] or None")
         if self.rrf_k < 0:
             raise ConfigError(f"rrf_k must be >= 0, got {self.rrf_k!r}")
-        for name in ("candidates", "rerank_depth"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_K:
-                raise ConfigError(f"{name} must be an integer from 1 to {MAX_K}, got {value!r}")
         if self.max_items_per_user is not None and self.max_items_per_user < 1:
             raise ConfigError("max_items_per_user must be >= 1 or None")
         if self.retention_half_life.total_seconds() <= 0:
@@ -160,7 +158,7 @@ class LongTermConfig:
             raise ConfigError("fusion must be 'rrf' or 'weighted'")
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
-        self._check_feedback()
+        self._check_counts()
         _check_weight("time_weight", self.time_weight, 10.0, off=" (0 = off)")
         _check_weight("session_weight", self.session_weight, 10.0, off=" (0 = off)")
         _check_weight("question_weight", self.question_weight, 1.0, off=" (0 = off)")
@@ -168,8 +166,9 @@ class LongTermConfig:
         _check_weight("specific_share", self.specific_share, 1.0, zero=False)
         _check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
 
-    def _check_feedback(self) -> None:
-        for name, low, high in (("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),
+    def _check_counts(self) -> None:
+        for name, low, high in (("candidates", 1, MAX_K), ("rerank_depth", 1, MAX_K),
+                                ("feedback_rounds", 1, MAX_FEEDBACK_ROUNDS), ("feedback_docs", 1, 50),
                                 ("feedback_terms", 1, 50)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:

@@ -146,27 +146,31 @@ def test_merge_of_an_empty_round_changes_nothing_and_does_not_alias() -> None:
 # -- rounds_of ---------------------------------------------------------------------------
 
 
+def _heads(rankings: list[tuple[int, list[str]]], head: int) -> list[tuple[int, set[str]]]:
+    return [(r, set(order[:head])) for r, order in rankings]
+
+
 def test_a_hit_gets_the_first_round_that_held_it_in_its_head() -> None:
     rankings = [(1, ["a", "b", "c", "d"]), (2, ["c", "a", "b", "d"]), (3, ["d", "c", "a", "b"])]
     # Head 2: a and b are the first round's, c came into the second's, d into the third's.
-    assert rounds_of(["d", "c", "a", "b"], rankings, 2, 3) == {"d": 3, "c": 2, "a": 1, "b": 1}
+    assert rounds_of(["d", "c", "a", "b"], _heads(rankings, 2), 3) == {"d": 3, "c": 2, "a": 1, "b": 1}
     # Head 4: the first round held them all, whatever the later rounds did to their order.
-    assert rounds_of(["d", "c", "a", "b"], rankings, 4, 3) == {"d": 1, "c": 1, "a": 1, "b": 1}
+    assert rounds_of(["d", "c", "a", "b"], _heads(rankings, 4), 3) == {"d": 1, "c": 1, "a": 1, "b": 1}
 
 
 def test_a_hit_no_round_held_gets_the_last_round_kept() -> None:
     """Lifted into the head by a step after the rounds (session support …)."""
-    assert rounds_of(["x", "a"], [(1, ["a", "b"]), (2, ["a", "b"])], 2, 2) == {"x": 2, "a": 1}
-    assert rounds_of(["new"], [(1, ["a"])], 1, 1) == {"new": 1}
+    assert rounds_of(["x", "a"], _heads([(1, ["a", "b"]), (2, ["a", "b"])], 2), 2) == {"x": 2, "a": 1}
+    assert rounds_of(["new"], _heads([(1, ["a"])], 1), 1) == {"new": 1}
 
 
 def test_the_labels_of_the_first_hits_do_not_depend_on_how_many_are_shown() -> None:
-    rankings = [(1, ["a", "b", "c", "d", "e"]), (2, ["e", "a", "b", "c", "d"])]
+    heads = _heads([(1, ["a", "b", "c", "d", "e"]), (2, ["e", "a", "b", "c", "d"])], 3)
     final = ["e", "a", "b", "c", "d"]
-    deep = rounds_of(final, rankings, 3, 2)
+    deep = rounds_of(final, heads, 2)
     assert deep == {"e": 2, "a": 1, "b": 1, "c": 1, "d": 2}
     for n in range(1, len(final) + 1):
-        assert rounds_of(final[:n], rankings, 3, 2) == {d: deep[d] for d in final[:n]}
+        assert rounds_of(final[:n], heads, 2) == {d: deep[d] for d in final[:n]}
 
 
 # -- the knobs ---------------------------------------------------------------------------
