@@ -24,6 +24,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
@@ -198,11 +199,12 @@ class Settings:
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
-        for name, high in (("time_weight", 10.0), ("session_weight", 10.0), ("question_weight", 1.0),
-                           ("specific_weight", 10.0)):
-            value = getattr(self, name)  # before any store is opened
-            if value is not None and not 0.0 <= value <= high:
-                raise ConfigError(f"HMEM_{name.upper()}={value}: must be a number in [0, {high:g}] (0 = off)")
+        for name, high in RECALL_WEIGHTS.items():  # before any store is opened
+            if (value := getattr(self, name)) is not None:
+                try:
+                    check_weight(name, value, high, off=" (0 = off)")
+                except ConfigError as exc:
+                    raise ConfigError(f"HMEM_{name.upper()}={value}: {exc}") from None
         wait = self.embed_batch_wait_ms
         check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
                        self.embed_batch_max)

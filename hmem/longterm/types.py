@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
+from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.types import MemoryItem
@@ -40,15 +41,6 @@ def check_k(k: object) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
     return k
-
-
-def _check_weight(name: str, value: object, high: float, *, zero: bool = True, off: str = "") -> None:
-    """``value`` is a number from 0 (included when ``zero``) to ``high``; else a
-    :class:`ConfigError` naming ``name``, the range and what turns the knob ``off``."""
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and (
-        0.0 <= value <= high if zero else 0.0 < value <= high)
-    if not ok:
-        raise ConfigError(f"{name} must be a number in {'[' if zero else '('}0, {high:g}]{off}, got {value!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,12 +151,10 @@ class LongTermConfig:
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
         self._check_counts()
-        _check_weight("time_weight", self.time_weight, 10.0, off=" (0 = off)")
-        _check_weight("session_weight", self.session_weight, 10.0, off=" (0 = off)")
-        _check_weight("question_weight", self.question_weight, 1.0, off=" (0 = off)")
-        _check_weight("specific_weight", self.specific_weight, 10.0, off=" (0 = off)")
-        _check_weight("specific_share", self.specific_share, 1.0, zero=False)
-        _check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
+        for name, high in RECALL_WEIGHTS.items():
+            check_weight(name, getattr(self, name), high, off=" (0 = off)")
+        check_weight("specific_share", self.specific_share, 1.0, zero=False)
+        check_weight("superseded_weight", self.superseded_weight, 1.0, off=" (1 = off)")
 
     def _check_counts(self) -> None:
         for name, low, high in (("candidates", 1, MAX_K), ("rerank_depth", 1, MAX_K),
@@ -173,7 +163,7 @@ class LongTermConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
                 raise ConfigError(f"{name} must be an integer from {low} to {high}, got {value!r}")
-        _check_weight("feedback_weight", self.feedback_weight, 10.0, zero=False)
+        check_weight("feedback_weight", self.feedback_weight, 10.0, zero=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,19 @@
 """The Memory facade's surface: collaborators stay private, and the async twins cannot drift.
 
-``AsyncMemory``/``AsyncProfile`` spell every method out (no ``*args: Any``); these
-checks compare them with ``Memory``/``ProfileStore`` through :func:`inspect.signature`,
-so a parameter added on one side and not the other fails here.
+``AsyncMemory``/``AsyncProfile`` build each method with one typed forwarder
+(``hmem.aio._in_thread``) from the ``Memory``/``ProfileStore`` method of the same name, so
+a parameter cannot differ; what can drift is the list. These checks compare the two
+sides name by name: a public method of one side missing from the other, a twin that is not
+``async def``, or one built from another method (its signature, through
+:func:`inspect.signature`, and its name) fails here. A forwarded call runs the wrapped
+object's method, by name, in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,7 @@ def _assert_mirrors(sync_cls: type, async_cls: type, skip: frozenset[str] = froz
             assert list(sync_sig.parameters.values()) == list(aio_sig.parameters.values()), name
             continue
         assert inspect.iscoroutinefunction(twin), f"{async_cls.__name__}.{name} must be `async def`"
+        assert twin.__name__ == name, f"{async_cls.__name__}.{name} forwards to {twin.__name__}"
         sync_sig, aio_sig = inspect.signature(member), inspect.signature(twin)
         assert list(sync_sig.parameters.values()) == list(aio_sig.parameters.values()), (
             f"{name}: {sync_sig} != {aio_sig}")
@@ -80,7 +87,10 @@ def test_the_checker_sees_drift() -> None:
         def get(self, user_id: str, key: str) -> int:
             return 0
 
-    for twin in (Async, NotAsync):
+    class Missing:
+        pass
+
+    for twin in (Async, NotAsync, Missing):
         with pytest.raises(AssertionError):
             _assert_mirrors(Sync, twin)
 
@@ -94,3 +104,26 @@ def test_memory_exposes_methods_not_collaborators(tmp_path: Path) -> None:
             assert not hasattr(mem, leaked), leaked
         with pytest.raises(AttributeError):
             mem.profile = mem.profile  # type: ignore[misc]  # read-only
+
+
+def test_a_forwarded_call_runs_the_wrapped_method_in_a_worker_thread(tmp_path: Path) -> None:
+    """By name on the wrapped object (a subclass's override is the one run), off the loop's thread."""
+    ran_in: list[int] = []
+
+    class Recording(Memory):
+        def users(self) -> list[str]:
+            ran_in.append(threading.get_ident())
+            return ["from-the-override"]
+
+    async def scenario(amem: AsyncMemory) -> tuple[int, list[str], object, object]:
+        users = await amem.users()
+        entry = await amem.profile.set("u1", "city", "Paris")
+        return threading.get_ident(), users, entry, await amem.profile.get("u1", "city")
+
+    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory")
+    with Recording(build_parts(settings)) as mem:  # nothing embeds here
+        loop_thread, users, entry, got = asyncio.run(scenario(AsyncMemory(mem)))
+        assert users == ["from-the-override"]
+        assert len(ran_in) == 1 and ran_in[0] != loop_thread
+        assert got == entry == mem.profile.get("u1", "city")
+        assert entry is not None and entry.value == "Paris"

@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 
 from hmem.backends.memory.profile import MemoryProfileStore
-from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.backends.sqlite.profile import SqliteProfileStore
 from hmem.errors import InvalidInput, LLMError
 from hmem.profile.extract import (
     LLMProfileExtractor,
@@ -305,16 +303,6 @@ def test_offline_rules_on_the_sample_conversations_only_produce_reviewed_facts()
     assert produced - REVIEWED_SAMPLE_UPDATES == set(), "unreviewed profile facts from the sample conversations"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[ProfileStore]:
-    if request.param == "memory":
-        yield MemoryProfileStore()
-    else:
-        db = SqliteDatabase(":memory:")
-        yield SqliteProfileStore(db)
-        db.close()
-
-
 @pytest.mark.parametrize(
     ("first", "later", "old", "new"),
     [
@@ -324,60 +312,60 @@ def store(request: pytest.FixtureRequest) -> Iterator[ProfileStore]:
     ids=["english", "chinese"],
 )
 def test_moving_replaces_location_and_history_keeps_the_old_city(
-    store: ProfileStore, first: str, later: str, old: str, new: str
+    profile_store: ProfileStore, first: str, later: str, old: str, new: str
 ) -> None:
     extractor = OfflineProfileExtractor()
-    apply_updates(store, "u1", extractor.extract(first), Provenance("message", "session-1", "m1"))
-    applied = apply_updates(store, "u1", extractor.extract(later), Provenance("message", "session-2", "m9"))
+    apply_updates(profile_store, "u1", extractor.extract(first), Provenance("message", "session-1", "m1"))
+    applied = apply_updates(profile_store, "u1", extractor.extract(later), Provenance("message", "session-2", "m9"))
     assert applied.changed == ("location",)
-    current = store.get("u1", "location")
+    current = profile_store.get("u1", "location")
     assert current is not None and current.value == new
     assert current.provenance == Provenance("message", "session-2", "m9")
-    history = store.history("u1", "location")
+    history = profile_store.history("u1", "location")
     assert [e.value for e in history] == [old, new]
     assert history[0].valid_to == current.valid_from and history[0].provenance.session_id == "session-1"
     assert history_problems(history) == []
-    assert render_profile(store.all("u1")) == f"location: {new}"
+    assert render_profile(profile_store.all("u1")) == f"location: {new}"
 
 
-def test_forget_deletes_and_history_keeps_the_deletion(store: ProfileStore) -> None:
+def test_forget_deletes_and_history_keeps_the_deletion(profile_store: ProfileStore) -> None:
     extractor = OfflineProfileExtractor()
     apply_updates(
-        store, "u1", extractor.extract("My birthday is May 4th. 我住在北京"), Provenance("message", "s", "m1")
+        profile_store, "u1", extractor.extract("My birthday is May 4th. 我住在北京"), Provenance("message", "s", "m1")
     )
-    applied = apply_updates(store, "u1", extractor.extract("Forget my birthday."), Provenance("message", "s", "m2"))
+    applied = apply_updates(profile_store, "u1", extractor.extract("Forget my birthday."), Provenance("message", "s", "m2"))
     assert applied.deleted == ("birthday",)
-    assert store.get("u1", "birthday") is None
-    assert [e.value for e in store.history("u1", "birthday")] == ["05-04", None]
-    applied = apply_updates(store, "u1", extractor.extract("忘记我的地址"), Provenance("message", "s", "m3"))
-    assert applied.deleted == ("location",) and store.all("u1") == []
+    assert profile_store.get("u1", "birthday") is None
+    assert [e.value for e in profile_store.history("u1", "birthday")] == ["05-04", None]
+    applied = apply_updates(profile_store, "u1", extractor.extract("忘记我的地址"), Provenance("message", "s", "m3"))
+    assert applied.deleted == ("location",) and profile_store.all("u1") == []
 
 
-def test_list_values_merge_and_likes_displace_dislikes(store: ProfileStore) -> None:
+def test_list_values_merge_and_likes_displace_dislikes(profile_store: ProfileStore) -> None:
     extractor = OfflineProfileExtractor()
     prov = Provenance("message", "s1", "m1")
-    apply_updates(store, "u1", extractor.extract("I love tea. I don't like coffee or olives."), prov)
-    apply_updates(store, "u1", extractor.extract("I love chess and TEA."), prov)
-    likes = store.get("u1", "likes")
+    apply_updates(profile_store, "u1", extractor.extract("I love tea. I don't like coffee or olives."), prov)
+    apply_updates(profile_store, "u1", extractor.extract("I love chess and TEA."), prov)
+    likes = profile_store.get("u1", "likes")
     assert likes is not None and likes.value == ("tea", "chess")  # merged, case-insensitive dedupe
-    applied = apply_updates(store, "u1", extractor.extract("I enjoy coffee."), prov)
+    applied = apply_updates(profile_store, "u1", extractor.extract("I enjoy coffee."), prov)
     assert set(applied.changed) == {"likes", "dislikes"}
-    dislikes = store.get("u1", "dislikes")
+    dislikes = profile_store.get("u1", "dislikes")
     assert dislikes is not None and dislikes.value == ("olives",)
-    again = apply_updates(store, "u1", extractor.extract("I love tea."), prov)
+    again = apply_updates(profile_store, "u1", extractor.extract("I love tea."), prov)
     assert again.confirmed == ("likes",) and not again.any_change
 
 
-def test_apply_rejects_bad_input_and_changes_nothing(store: ProfileStore) -> None:
+def test_apply_rejects_bad_input_and_changes_nothing(profile_store: ProfileStore) -> None:
     good = ProfileUpdate("location", "Berlin")
     for bad_updates in (["not an update"], "location=Berlin", [good, {"key": "x", "value": 1}]):
         with pytest.raises(InvalidInput):
-            apply_updates(store, "u1", bad_updates, None)  # type: ignore[arg-type]
+            apply_updates(profile_store, "u1", bad_updates, None)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
-        apply_updates(store, " u1", [good])
+        apply_updates(profile_store, " u1", [good])
     with pytest.raises(InvalidInput):
-        apply_updates(store, "u1", [good], "api")  # type: ignore[arg-type]
-    assert store.all("u1") == [] and store.history("u1", "location") == []
+        apply_updates(profile_store, "u1", [good], "api")  # type: ignore[arg-type]
+    assert profile_store.all("u1") == [] and profile_store.history("u1", "location") == []
 
 
 @pytest.mark.parametrize(
@@ -455,7 +443,7 @@ def test_llm_extractor_returns_validated_updates_and_records_usage(served: Serve
     assert sent == {"current_profile": {"pets": ["cat"]}, "user_message": "我老家是杭州，我还养了一只狗。"}
 
 
-def test_llm_extractor_retries_once_with_the_validation_error(served: Served, store: ProfileStore) -> None:
+def test_llm_extractor_retries_once_with_the_validation_error(served: Served, profile_store: ProfileStore) -> None:
     served.server.reply(
         '{"updates": [{"key": "location", "value": {"city": "Paris"}}]}', prompt_tokens=50, completion_tokens=10
     )
@@ -470,12 +458,12 @@ def test_llm_extractor_retries_once_with_the_validation_error(served: Served, st
     assert extractor.invalid_replies == 1 and extractor.usage_total.total_tokens == 152
     retry = served.server.completion_requests[1].body["messages"]
     assert "updates[0]" in retry[-1]["content"] and retry[-2]["role"] == "assistant"
-    store.set("u1", "birthday", "May 4th")
-    applied = apply_updates(store, "u1", updates, Provenance("extractor", "s1", "m1"))
+    profile_store.set("u1", "birthday", "May 4th")
+    applied = apply_updates(profile_store, "u1", updates, Provenance("extractor", "s1", "m1"))
     assert applied.changed == ("location",) and applied.deleted == ("birthday",)
 
 
-def test_llm_extractor_gives_up_after_two_invalid_replies(served: Served, store: ProfileStore) -> None:
+def test_llm_extractor_gives_up_after_two_invalid_replies(served: Served, profile_store: ProfileStore) -> None:
     # valid JSON, wrong schema (a non-JSON answer is already refused by the provider's json_mode check)
     served.server.reply('{"location": "Paris"}').reply('{"updates": [{"value": "Paris"}]}')
     extractor = LLMProfileExtractor(served.llm)
@@ -510,25 +498,25 @@ def test_llm_reply_in_a_code_fence_and_empty_updates_are_fine() -> None:
     assert parse_llm_updates('{"updates": []}') == []
 
 
-def test_said_at_dates_the_new_version_when_it_was_said_and_never_before_the_current(store: ProfileStore) -> None:
+def test_said_at_dates_the_new_version_when_it_was_said_and_never_before_the_current(profile_store: ProfileStore) -> None:
     from datetime import UTC, datetime
 
     extractor = OfflineProfileExtractor()
     may, june = datetime(2024, 5, 8, 12, tzinfo=UTC), datetime(2024, 6, 1, 9, tzinfo=UTC)
-    apply_updates(store, "u1", extractor.extract("I live in Leeds."), Provenance("message", "s1", "m1"), said_at=june)
-    leeds = store.get("u1", "location")
+    apply_updates(profile_store, "u1", extractor.extract("I live in Leeds."), Provenance("message", "s1", "m1"), said_at=june)
+    leeds = profile_store.get("u1", "location")
     assert leeds is not None and leeds.valid_from == june  # when it was said, not when it was read
     # An older message replayed after it (an import out of order) cannot rewrite history
     # before the current version: it starts where that version started.
-    apply_updates(store, "u1", extractor.extract("I live in York."), Provenance("message", "s0", "m0"), said_at=may)
-    york = store.get("u1", "location")
+    apply_updates(profile_store, "u1", extractor.extract("I live in York."), Provenance("message", "s0", "m0"), said_at=may)
+    york = profile_store.get("u1", "location")
     assert york is not None and york.value == "York" and york.valid_from == june
-    assert [h.value for h in store.history("u1", "location")] == ["Leeds", "York"]
+    assert [h.value for h in profile_store.history("u1", "location")] == ["Leeds", "York"]
 
 
 @pytest.mark.parametrize("said_at", ["yesterday", "2024-13-01", float("nan"), [2024]])
-def test_a_bad_said_at_is_refused_and_writes_nothing(store: ProfileStore, said_at: object) -> None:
+def test_a_bad_said_at_is_refused_and_writes_nothing(profile_store: ProfileStore, said_at: object) -> None:
     with pytest.raises(InvalidInput, match="said_at"):
-        apply_updates(store, "u1", OfflineProfileExtractor().extract("I live in Leeds."),
+        apply_updates(profile_store, "u1", OfflineProfileExtractor().extract("I live in Leeds."),
                       Provenance("message", "s1", "m1"), said_at=said_at)  # type: ignore[arg-type]
-    assert store.all("u1") == []
+    assert profile_store.all("u1") == []

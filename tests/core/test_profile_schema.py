@@ -5,15 +5,11 @@ message, session and time it came from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from hmem.backends.memory.profile import MemoryProfileStore
-from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.backends.sqlite.profile import SqliteProfileStore
 from hmem.errors import InvalidInput
 from hmem.eval.profile_table import load_table
 from hmem.profile.extract import OfflineProfileExtractor, ProfileUpdate, apply_updates
@@ -105,91 +101,81 @@ def test_item_origins_name_the_version_that_brought_each_item() -> None:
     assert item_origins([]) == {}
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[ProfileStore]:
-    if request.param == "memory":
-        yield MemoryProfileStore()
-    else:
-        db = SqliteDatabase(":memory:")
-        yield SqliteProfileStore(db)
-        db.close()
-
-
-def _say(store: ProfileStore, text: str, message: str, session: str = "s1") -> Any:
+def _say(profile_store: ProfileStore, text: str, message: str, session: str = "s1") -> Any:
     updates = OfflineProfileExtractor().extract(text)
-    return apply_updates(store, "u1", updates, Provenance("message", session, message))
+    return apply_updates(profile_store, "u1", updates, Provenance("message", session, message))
 
 
-def _value(store: ProfileStore, key: str) -> Any:
-    entry = store.get("u1", key)
+def _value(profile_store: ProfileStore, key: str) -> Any:
+    entry = profile_store.get("u1", key)
     return None if entry is None else entry.value
 
 
-def test_likes_accumulate_across_messages_and_leave_on_no_longer(store: ProfileStore) -> None:
-    _say(store, "I love jazz.", "m1")
-    _say(store, "我也喜欢爬山。", "m2", session="s2")
-    assert _value(store, "likes") == ("jazz", "爬山")
-    origins = item_origins(store.history("u1", "likes"))
+def test_likes_accumulate_across_messages_and_leave_on_no_longer(profile_store: ProfileStore) -> None:
+    _say(profile_store, "I love jazz.", "m1")
+    _say(profile_store, "我也喜欢爬山。", "m2", session="s2")
+    assert _value(profile_store, "likes") == ("jazz", "爬山")
+    origins = item_origins(profile_store.history("u1", "likes"))
     assert {i: (e.provenance.session_id, e.provenance.message_id) for i, e in origins.items()} == {
         "jazz": ("s1", "m1"), "爬山": ("s2", "m2")}  # fmt: skip
     assert origins["jazz"].valid_from <= origins["爬山"].valid_from
-    applied = _say(store, "I don't like jazz anymore.", "m3")
-    assert applied.changed == ("likes",) and _value(store, "likes") == ("爬山",)
-    assert _value(store, "dislikes") is None  # taking a like back is not a new dislike
-    _say(store, "我不再喜欢爬山了。", "m4")
-    assert store.get("u1", "likes") is None
-    assert [e.value for e in store.history("u1", "likes")][-1] is None  # the deletion is in the history
+    applied = _say(profile_store, "I don't like jazz anymore.", "m3")
+    assert applied.changed == ("likes",) and _value(profile_store, "likes") == ("爬山",)
+    assert _value(profile_store, "dislikes") is None  # taking a like back is not a new dislike
+    _say(profile_store, "我不再喜欢爬山了。", "m4")
+    assert profile_store.get("u1", "likes") is None
+    assert [e.value for e in profile_store.history("u1", "likes")][-1] is None  # the deletion is in the history
 
 
-def test_allergies_are_never_dropped_silently(store: ProfileStore) -> None:
-    _say(store, "I'm allergic to peanuts.", "m1")
+def test_allergies_are_never_dropped_silently(profile_store: ProfileStore) -> None:
+    _say(profile_store, "I'm allergic to peanuts.", "m1")
     # an LLM answering with a complete list that forgot peanuts
-    apply_updates(store, "u1", [ProfileUpdate("allergies", ["penicillin"])], Provenance("extractor", "s1", "m2"))
-    assert _value(store, "allergies") == ("peanuts", "penicillin")
-    _say(store, "我对芒果过敏", "m3")
-    assert _value(store, "allergies") == ("peanuts", "penicillin", "芒果")
-    _say(store, "I'm no longer allergic to peanuts.", "m4")
-    assert _value(store, "allergies") == ("penicillin", "芒果")
+    apply_updates(profile_store, "u1", [ProfileUpdate("allergies", ["penicillin"])], Provenance("extractor", "s1", "m2"))
+    assert _value(profile_store, "allergies") == ("peanuts", "penicillin")
+    _say(profile_store, "我对芒果过敏", "m3")
+    assert _value(profile_store, "allergies") == ("peanuts", "penicillin", "芒果")
+    _say(profile_store, "I'm no longer allergic to peanuts.", "m4")
+    assert _value(profile_store, "allergies") == ("penicillin", "芒果")
 
 
-def test_location_supersedes_and_the_old_one_goes_to_history(store: ProfileStore) -> None:
-    _say(store, "I live in Leeds.", "m1")
-    _say(store, "Just moved to York!", "m2")
-    assert [e.value for e in store.history("u1", "location")] == ["Leeds", "York"]
-    current = store.get("u1", "location")
+def test_location_supersedes_and_the_old_one_goes_to_history(profile_store: ProfileStore) -> None:
+    _say(profile_store, "I live in Leeds.", "m1")
+    _say(profile_store, "Just moved to York!", "m2")
+    assert [e.value for e in profile_store.history("u1", "location")] == ["Leeds", "York"]
+    current = profile_store.get("u1", "location")
     assert current is not None and current.provenance == Provenance("message", "s1", "m2")
 
 
-def test_diet_labels_supersede_and_eating_meat_again_removes_them(store: ProfileStore) -> None:
-    _say(store, "I'm vegetarian and I don't eat pork.", "m1")
-    assert _value(store, "diet") == ("vegetarian", "no:pork")
-    _say(store, "I'm vegan now.", "m2")
-    assert _value(store, "diet") == ("no:pork", "vegan")
-    _say(store, "I eat meat again, by the way.", "m3")
-    assert _value(store, "diet") == ("no:pork",)
+def test_diet_labels_supersede_and_eating_meat_again_removes_them(profile_store: ProfileStore) -> None:
+    _say(profile_store, "I'm vegetarian and I don't eat pork.", "m1")
+    assert _value(profile_store, "diet") == ("vegetarian", "no:pork")
+    _say(profile_store, "I'm vegan now.", "m2")
+    assert _value(profile_store, "diet") == ("no:pork", "vegan")
+    _say(profile_store, "I eat meat again, by the way.", "m3")
+    assert _value(profile_store, "diet") == ("no:pork",)
 
 
-def test_pets_get_their_name_and_leave_only_when_told(store: ProfileStore) -> None:
-    _say(store, "I have a dog.", "m1")
-    _say(store, "My dog is called Rex.", "m2")
-    assert _value(store, "pets") == ("dog: Rex",)
-    _say(store, "We also have two cats.", "m3")
-    _say(store, "I'm not a cat person, honestly.", "m4")  # says nothing about the cats we have
-    assert _value(store, "pets") == ("dog: Rex", "cat")
-    _say(store, "Rex died last spring.", "m5")
-    assert _value(store, "pets") == ("cat",)
+def test_pets_get_their_name_and_leave_only_when_told(profile_store: ProfileStore) -> None:
+    _say(profile_store, "I have a dog.", "m1")
+    _say(profile_store, "My dog is called Rex.", "m2")
+    assert _value(profile_store, "pets") == ("dog: Rex",)
+    _say(profile_store, "We also have two cats.", "m3")
+    _say(profile_store, "I'm not a cat person, honestly.", "m4")  # says nothing about the cats we have
+    assert _value(profile_store, "pets") == ("dog: Rex", "cat")
+    _say(profile_store, "Rex died last spring.", "m5")
+    assert _value(profile_store, "pets") == ("cat",)
 
 
-def test_updates_use_canonical_keys_and_reject_bad_removals(store: ProfileStore) -> None:
+def test_updates_use_canonical_keys_and_reject_bad_removals(profile_store: ProfileStore) -> None:
     assert ProfileUpdate("City", "Paris").key == "location"
     one = ProfileUpdate("likes", "jazz")
     assert one.value == ("jazz",) and one.merge
     assert ProfileUpdate("likes", ["jazz"], operation="remove").value == ("jazz",)
-    _say(store, "I love jazz.", "m1")
+    _say(profile_store, "I love jazz.", "m1")
     for bad in ({"value": {"a": 1}}, {"value": None}, {"value": [1]}, {"value": []}):
         with pytest.raises(InvalidInput):
             ProfileUpdate("likes", operation="remove", **bad)
     with pytest.raises(InvalidInput):
-        apply_updates(store, "u1", [ProfileUpdate("likes", ["jazz"], operation="remove"), "x"],  # type: ignore[list-item]
+        apply_updates(profile_store, "u1", [ProfileUpdate("likes", ["jazz"], operation="remove"), "x"],  # type: ignore[list-item]
                       Provenance("message", "s1", "m9"))
-    assert _value(store, "likes") == ("jazz",)  # the valid removal before the bad item was not applied
+    assert _value(profile_store, "likes") == ("jazz",)  # the valid removal before the bad item was not applied

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hmem._checks import RECALL_WEIGHTS
 from hmem.config import Settings
 from hmem.errors import ConfigError
 from hmem.longterm.types import MAX_K, LongTermConfig
@@ -52,3 +53,18 @@ def test_the_settings_reach_the_store_and_bad_values_are_refused_before_anything
             with pytest.raises(ConfigError, match=env):
                 Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), **{name: bad})
             assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", sorted(RECALL_WEIGHTS))
+def test_settings_and_the_store_config_accept_the_same_weights(name: str) -> None:
+    """One range table (hmem._checks.RECALL_WEIGHTS): the HMEM_* setting and LongTermConfig
+    agree at both ends and just past them. Tried: 0, the top, a hair above it, a hair below 0."""
+    top = RECALL_WEIGHTS[name]
+    for value in (0.0, top):
+        assert getattr(Settings.from_env({f"HMEM_{name.upper()}": str(value)}), name) == value
+        assert getattr(LongTermConfig(**{name: value}), name) == value
+    for value in (top + 1e-6, -1e-6):
+        with pytest.raises(ConfigError, match=f"HMEM_{name.upper()}=.*{name} must be a number in \\[0, {top:g}\\]"):
+            Settings.from_env({f"HMEM_{name.upper()}": str(value)})
+        with pytest.raises(ConfigError, match=f"^{name} must be a number in \\[0, {top:g}\\]"):
+            LongTermConfig(**{name: value})

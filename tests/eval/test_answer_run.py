@@ -4,12 +4,12 @@ question asked through ``Memory.context`` at each budget."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from pathlib import Path
 
 import pytest
+from eval_fixtures import open_memory
 
 from hmem.errors import InvalidInput
 from hmem.eval.answer_run import ANSWER_BUDGETS, answerable
@@ -17,25 +17,15 @@ from hmem.eval.datasets import load_sample
 from hmem.eval.report import summary, to_markdown, write_results
 from hmem.eval.runner import EvalRun, run_eval
 from hmem.memory import Memory
-from hmem.providers.embed import SentenceTransformerEmbedder
 
 SAMPLE = load_sample()
 FIRST = SAMPLE.conversations[0]
 SCORED = [q for q in SAMPLE.questions_for(FIRST.id) if answerable(q)]
 
 
-@functools.cache
-def _model() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
-def _open(path: Path) -> Memory:
-    return Memory.open(path, embedder=_model(), vectors="memory")
-
-
 @pytest.fixture(scope="module")
 def run() -> EvalRun:
-    return run_eval(SAMPLE, configs=["answer"], open_memory=_open, limit_conversations=1, progress=False)
+    return run_eval(SAMPLE, configs=["answer"], open_memory=open_memory, limit_conversations=1, progress=False)
 
 
 def test_the_sample_conversation_has_questions_to_score() -> None:

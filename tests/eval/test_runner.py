@@ -4,13 +4,13 @@ MiniLM model)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import struct
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from eval_fixtures import open_memory
 
 from hmem.errors import InvalidInput
 from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
@@ -18,7 +18,6 @@ from hmem.eval.plot import recall_curve
 from hmem.eval.report import summary, to_markdown, write_results
 from hmem.eval.runner import CONFIG_NAMES, EvalRun, conversation_batches, run_eval, turn_content
 from hmem.memory import Memory
-from hmem.providers.embed import SentenceTransformerEmbedder
 
 D1 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 D2 = datetime(2023, 6, 20, 9, 0, tzinfo=UTC)
@@ -62,18 +61,9 @@ QUESTIONS = (
 DATASET = EvalDataset(name="tiny", conversations=(CONV_A, CONV_B), questions=QUESTIONS)
 
 
-@functools.cache
-def _model() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
-def _open(path: Path) -> Memory:
-    return Memory.open(path, embedder=_model(), vectors="memory")
-
-
 @pytest.fixture(scope="module")
 def run() -> EvalRun:
-    return run_eval(DATASET, open_memory=_open, ks=(1, 3, 5), progress=False)
+    return run_eval(DATASET, open_memory=open_memory, ks=(1, 3, 5), progress=False)
 
 
 def test_turns_become_messages_with_turn_ids_speakers_dates_and_captions() -> None:
@@ -128,7 +118,7 @@ def test_limits_and_bad_arguments(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput):
             run_eval(DATASET, open_memory=never, progress=False, **kwargs)  # type: ignore[arg-type]
     assert calls == []
-    small = run_eval(DATASET, open_memory=_open, configs=["bm25"], limit_conversations=1, limit_questions=2,
+    small = run_eval(DATASET, open_memory=open_memory, configs=["bm25"], limit_conversations=1, limit_questions=2,
                      ks=(1,), progress=False, workdir=tmp_path / "kept")
     assert [r.question_id for r in small.configs["bm25"].results] == ["a1", "a2"]
     assert small.ingest.conversations == 1 and (tmp_path / "kept").is_dir()
