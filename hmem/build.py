@@ -48,7 +48,7 @@ from hmem.session.window import hybrid_window, message_window, token_window
 from hmem.tokens import get_tokenizer
 from hmem.types import Message
 
-__all__ = ["MemoryParts", "build_embedder", "build_llm", "build_parts", "build_vectors"]
+__all__ = ["MemoryParts", "build_embedder", "build_llm", "build_parts", "build_vectors", "longterm_config"]
 
 log = logging.getLogger("hmem.build")
 
@@ -72,7 +72,7 @@ def build_parts(
     if settings.query_planner == "llm" and llm is None and not settings.llm_configured:  # before any file is made
         raise ConfigError("HMEM_QUERY_PLANNER=llm needs an LLM: set HMEM_LLM_MODEL (and HMEM_LLM_BASE_URL, "
                           "HMEM_LLM_API_KEY), pass llm= to Memory.open, or set HMEM_QUERY_PLANNER=off")
-    config = _longterm_config(settings)  # a bad knob is refused before any file is made, too
+    config = longterm_config(settings)  # a bad knob is refused before any file is made, too
     data_dir = Path(settings.data_dir).expanduser()
     db = SqliteDatabase(data_dir / SQLITE_FILE)
     closers: list[Callable[[], None]] = []
@@ -90,7 +90,7 @@ def build_parts(
         raise
 
 
-def _longterm_config(settings: Settings) -> LongTermConfig | None:
+def longterm_config(settings: Settings) -> LongTermConfig | None:
     """The long-term store's config from the ``HMEM_*`` recall knobs set (None: all defaults);
     a ``ConfigError`` naming the variables when LongTermConfig refuses them."""
     knobs = {name: value for name in ("candidates", "rerank_depth", "feedback_rounds", "time_weight", "session_weight",

@@ -18,7 +18,7 @@ import functools
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import UnionType
@@ -209,6 +209,15 @@ class Settings:
         check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
                        self.embed_batch_max)
         check_cache_size(self.embed_cache_size)
+
+    def shown(self, names: Iterable[str]) -> dict[str, Any]:
+        """The values of the settings ``names`` as a report may show them: secrets hidden,
+        URLs without their password.
+
+        >>> Settings(session_weight=0.0, llm_api_key="sk-123").shown(["session_weight", "llm_api_key"])
+        {'session_weight': 0.0, 'llm_api_key': '****'}
+        """
+        return {name: _shown(name, getattr(self, name)) for name in names}
 
     def __repr__(self) -> str:
         # Settings end up in logs, tracebacks and test reports: never print a secret.

@@ -14,6 +14,7 @@ Example::
         --corrections ../shared/data/locomo/audit_corrections_dev.json --k 5,10,25,50 --out results/
     hmem eval --dataset locomo --limit-conversations 1 --configs bm25,default --json
     hmem eval --dataset sample --configs answer --answer-budgets 500,1000,2000,4000 --context-k 100
+    hmem eval --dataset locomo --configs default --set session_weight=0 --set feedback_rounds=1
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
     from hmem.eval.model import EvalDataset
     from hmem.eval.runner import EvalRun
 
-__all__ = ["load_eval_dataset", "parse_answer_budgets", "parse_configs", "parse_context_k", "parse_ks", "register"]
+__all__ = ["load_eval_dataset", "parse_answer_budgets", "parse_configs", "parse_context_k", "parse_ks", "parse_setting",
+           "register"]
 
 
 def register(subparsers: Any) -> None:
@@ -63,6 +65,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--context-k", default=None, type=parse_context_k, metavar="N",
                    help="recall depth k (1-1000) of the `answer` configuration's Memory.context calls "
                         "(default: context's own depth)")
+    p.add_argument("--set", dest="settings", action="append", default=[], type=parse_setting, metavar="NAME=VALUE",
+                   help="open the store with this setting beside the embedded default (repeatable): a "
+                        "hmem.config.Settings field or its HMEM_* variable, e.g. --set session_weight=0 "
+                        "--set embed_provider=e5; the environment is not read, the report lists them")
     p.add_argument("--out", default=None, metavar="DIR", help="write results.json, results.md and recall_at_k.png here")
     p.add_argument("--workdir", default=None, metavar="DIR", help="keep the replayed store here (default: temporary)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -79,6 +85,16 @@ def parse_ks(text: str) -> tuple[int, ...]:
     if not ks or ks[0] < 1 or ks[-1] > 500:
         raise argparse.ArgumentTypeError(f"--k takes comma-separated integers from 1 to 500, got {text!r}")
     return ks
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    """``"session_weight=0"`` or ``"HMEM_SESSION_WEIGHT=0"`` → ``("session_weight", "0")``;
+    the value keeps any later ``=`` (a URL). The name and value are checked when the run starts."""
+    name, sep, value = text.partition("=")
+    name = name.strip().lower().removeprefix("hmem_")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"--set takes NAME=VALUE (a Settings field, e.g. session_weight=0), got {text!r}")
+    return name, value.strip()
 
 
 def parse_answer_budgets(text: str) -> tuple[int, ...]:
@@ -147,6 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         context_budget=args.budget or DEFAULT_CONTEXT_BUDGET,
         answer_budgets=args.answer_budgets or ANSWER_BUDGETS,
         context_k=args.context_k,
+        settings=dict(args.settings),
         progress=not args.no_progress and sys.stderr.isatty(),
     )
     paths = write_results(run, args.out) if args.out else {}
@@ -165,7 +182,7 @@ def _render(console: Console, run: EvalRun, paths: dict[str, Any]) -> None:
     from rich.table import Table
 
     from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES
-    from hmem.eval.report import ANSWER_HEADERS, answer_rows
+    from hmem.eval.report import ANSWER_HEADERS, answer_rows, settings_line
 
     ks = run.ks
     console.print(
@@ -173,6 +190,8 @@ def _render(console: Console, run: EvalRun, paths: dict[str, Any]) -> None:
         f"({run.ingest.conversations} conversations) ingested in {run.ingest.seconds:.1f} s "
         f"({run.ingest.turns_per_s:.0f} turns/s)"
     )
+    if run.settings:
+        console.print(f"settings beside the embedded default: {settings_line(run.settings).replace('`', '')}")
     table = Table(show_lines=False)
     for col in ["configuration", *[f"R@{k}" for k in ks], "MRR", "nDCG@10", "p50 ms", "p95 ms", "n"]:
         table.add_column(col, justify="left" if col == "configuration" else "right")

@@ -6,7 +6,8 @@
   the same metrics. Metric values are fractions in [0, 1]. The ``answer``
   configuration adds ``context_k`` and ``answers``: per budget (``"500"`` …)
   ``strict``, ``loose``, ``evidence`` (fractions), ``mean_tokens``, ``questions`` and
-  ``per_category`` with the same keys.
+  ``per_category`` with the same keys. ``settings`` (only when the run chose some) lists
+  the settings the Memory was opened with beyond the embedded default.
 - :func:`to_markdown` — an overall table (one row per configuration, plus the
   published reference when there is one), the "answer in context per budget" table
   when the ``answer`` configuration ran, and one per-category table per configuration;
@@ -24,13 +25,15 @@ Example::
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from hmem.eval.metrics import REFERENCE_NAMES, REFERENCES, MetricSummary
 from hmem.eval.runner import ConfigResult, EvalRun
 
-__all__ = ["ANSWER_HEADERS", "REFERENCES", "REFERENCE_NAMES", "answer_rows", "summary", "to_markdown", "write_results"]
+__all__ = ["ANSWER_HEADERS", "REFERENCES", "REFERENCE_NAMES", "answer_rows", "settings_line", "summary", "to_markdown",
+           "write_results"]
 
 #: Columns of the answer-in-context table (markdown report and ``hmem eval``).
 ANSWER_HEADERS: tuple[str, ...] = ("budget", "strict", "loose", "evidence", "mean tokens", "questions")
@@ -85,9 +88,16 @@ def summary(run: EvalRun) -> dict[str, Any]:
         "ingest": run.ingest.to_dict(),
         "configs": {name: _config_summary(result) for name, result in run.configs.items()},
     }
+    if run.settings:
+        out["settings"] = dict(run.settings)
     if run.dataset in REFERENCES:
         out["reference"] = {"name": REFERENCE_NAMES[run.dataset], **REFERENCES[run.dataset]}
     return out
+
+
+def settings_line(settings: Mapping[str, Any]) -> str:
+    """``session_weight=0.0, sentence_keys=False`` (in backticks): the settings of a run, in one line."""
+    return ", ".join(f"`{name}={value}`" for name, value in settings.items())
 
 
 def _pct(value: float | None) -> str:
@@ -106,6 +116,7 @@ def to_markdown(run: EvalRun) -> str:
         f"### {run.dataset}: {run.questions} questions, {run.ingest.turns} turns in "
         f"{run.ingest.conversations} conversations",
         "",
+        *([f"Settings beside the embedded default: {settings_line(run.settings)}", ""] if run.settings else []),
         _row(head),
         _row(["---"] * len(head)),
     ]

@@ -47,6 +47,7 @@ from hmem.eval.answer_run import (
 )
 from hmem.eval.metrics import DEFAULT_KS, QuestionResult, Report, aggregate
 from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
+from hmem.eval.opener import check_settings, default_opener
 from hmem.types import Hit, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -172,6 +173,9 @@ class EvalRun:
     questions: int
     context_budget: int
     dataset_counts: Mapping[str, int] = field(default_factory=dict)
+    #: The settings the run's Memory was opened with beyond the embedded default (``settings=``
+    #: of :func:`run_eval`, ``hmem eval --set``), as a report may show them (secrets hidden).
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 # -- turns → messages ------------------------------------------------------------------
@@ -209,16 +213,6 @@ def conversation_batches(conversation: EvalConversation) -> list[tuple[str, list
 # -- the run -----------------------------------------------------------------------------
 
 
-def _default_open(embedder: Embedder | None) -> Callable[[Path], Memory]:
-    def open_memory(path: Path) -> Memory:
-        from hmem.memory import Memory
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        return Memory.open(path, embedder=embedder)
-
-    return open_memory
-
-
 def _bar(iterable: Iterable[Any], *, total: int, desc: str, enabled: bool) -> Iterable[Any]:
     if not enabled:
         return iterable
@@ -254,6 +248,7 @@ def run_eval(
     context_budget: int = DEFAULT_CONTEXT_BUDGET,
     answer_budgets: Sequence[int] = ANSWER_BUDGETS,
     context_k: int | None = None,
+    settings: Mapping[str, Any] | None = None,
     progress: bool = True,
 ) -> EvalRun:
     """Ingest ``dataset`` through :meth:`Memory.add`, then ask every question under each
@@ -262,12 +257,15 @@ def run_eval(
     ``open_memory(path)`` builds the Memory (default: ``Memory.open(path,
     embedder=embedder)``, the embedded default; pass ``embedder=`` to compare models —
     the ``dense`` configuration embeds each question with ``embed_query``, as recall
-    does). ``workdir`` keeps the store (default:
+    does). ``settings`` (:class:`~hmem.config.Settings` fields, e.g. ``{"session_weight": 0}``
+    or ``{"embed_provider": "e5"}``) open the default Memory with those instead of the
+    embedded default's; the environment is never read, so a run means the same on every
+    machine, and the report records them. ``workdir`` keeps the store (default:
     a temporary folder, deleted afterwards). ``limit_questions`` caps the questions
     *per conversation*. The ``answer`` configuration asks :meth:`Memory.context` at each
     of ``answer_budgets`` with ``k=context_k`` (None: context's own depth). Raises
-    :class:`InvalidInput` for unknown configurations, bad limits, budgets or k, before
-    anything is written.
+    :class:`InvalidInput` for unknown configurations, bad limits, budgets or k, and
+    :class:`~hmem.errors.ConfigError` for bad settings, before anything is written.
     """
     chosen = select_configs(configs)
     ks_t = tuple(sorted(dict.fromkeys(ks)))
@@ -276,7 +274,8 @@ def run_eval(
         raise InvalidInput(f"context_budget must be a positive integer, got {context_budget!r}", field="context_budget")
     budgets, depth = check_answer_budgets(answer_budgets), check_context_k(context_k)
     convs, questions = _subset(dataset, limit_conversations, limit_questions)
-    opener = open_memory or _default_open(embedder)
+    shown = check_settings(settings, open_memory=open_memory)
+    opener = open_memory or default_opener(embedder, settings or {})
     with tempfile.TemporaryDirectory(prefix="hmem-eval-") as tmp:
         folder = Path(workdir) if workdir is not None else Path(tmp)
         mem = opener(folder)
@@ -291,7 +290,7 @@ def run_eval(
             mem.close()
     return EvalRun(
         dataset=dataset.name, ks=ks_t, configs=results, ingest=ingest, questions=len(questions),
-        context_budget=context_budget, dataset_counts=dict(dataset.counts),
+        context_budget=context_budget, dataset_counts=dict(dataset.counts), settings=shown,
     )
 
 

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import io
-import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cli_result import CliResult, Runner
 
 from hmem.cli.main import main
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-Runner = Callable[..., CliResult]
 
 
 @pytest.fixture

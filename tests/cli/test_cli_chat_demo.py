@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_result import Runner
 
-from conftest import Runner
 from hmem.testing.llm_server import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
 ANSWER = "Lyon has great bouchons; try one near Place Bellecour."

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import Runner
+from cli_result import Runner
 
 
 def test_help_documents_the_answer_flags(hmem: Runner) -> None:
     out = hmem("eval", "--help")
     assert out.code == 0
-    for text in ("--answer-budgets", "500,1000,2000,4000", "--context-k", "answer"):
+    for text in ("--answer-budgets", "500,1000,2000,4000", "--context-k", "answer", "--set NAME=VALUE"):
         assert text in out.out, text
 
 
@@ -46,3 +46,29 @@ def test_json_run_reports_answers_per_budget(hmem: Runner, tmp_path: Path) -> No
     full = json.loads((tmp_path / "res" / "results.json").read_text())
     assert all(len(q["retrieved"]) <= 3 for q in full["questions_detail"]["answer"])
     assert "answer in context per budget" in (tmp_path / "res" / "results.md").read_text()
+
+
+def test_set_opens_the_store_with_settings_and_the_report_lists_them(hmem: Runner, tmp_path: Path) -> None:
+    out = hmem("eval", "--dataset", "sample", "--configs", "bm25,default", "--limit-conversations", "1",
+               "--limit-questions", "3", "--set", "HMEM_SESSION_WEIGHT=0", "--set", "feedback_rounds=1",
+               "--out", str(tmp_path / "res"), "--json", "--no-progress")
+    assert out.code == 0, out.err
+    assert json.loads(out.out)["settings"] == {"session_weight": 0.0, "feedback_rounds": 1}
+    assert "`session_weight=0.0`, `feedback_rounds=1`" in (tmp_path / "res" / "results.md").read_text()
+
+
+def test_bad_set_values_are_refused_with_what_to_write(hmem: Runner, tmp_path: Path) -> None:
+    # tried: no "=", an empty name; then (checked when the run starts) a typo, a value out of
+    # range, a word for a number, the data folder
+    for value in ("session_weight", "=0"):
+        out = hmem("eval", "--set", value)
+        assert out.code == 2, value
+        assert "--set takes NAME=VALUE" in out.err, out.err
+    for value, says in (("sesion_weight=0", "unknown setting(s): ['sesion_weight']"),
+                        ("session_weight=42", "session_weight must be a number in [0, 10]"),
+                        ("candidates=many", "HMEM_CANDIDATES='many' is invalid"),
+                        ("data_dir=/tmp/elsewhere", "the run stores in its own folder")):
+        out = hmem("eval", "--dataset", "sample", "--set", value, "--workdir", str(tmp_path / "w"), "--no-progress")
+        assert out.code == 1, value
+        assert says in out.err, out.err
+        assert not (tmp_path / "w").exists()

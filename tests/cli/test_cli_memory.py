@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import Runner
+from cli_result import Runner
 
 
 def test_add_then_context_contains_the_message(hmem: Runner) -> None:

@@ -4,8 +4,8 @@ then everything works with the new model; ``inspect`` says which model made the 
 from __future__ import annotations
 
 import pytest
+from cli_result import Runner
 
-from conftest import Runner
 from hmem.cli import reindex_cmd
 from hmem.providers.e5 import e5_problem
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from conftest import Runner
+from cli_result import Runner
 
 pytestmark = pytest.mark.slow  # `hmem add` loads the real embedding model
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_result import Runner
 
-from conftest import Runner
 from hmem.eval.sample import load_sample
 from hmem.tokens import get_tokenizer
 
