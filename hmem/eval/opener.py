@@ -56,12 +56,12 @@ def check_settings(settings: Mapping[str, Any] | None, *, open_memory: object = 
 
     if not settings:
         return {}
-    if not isinstance(settings, Mapping):
-        raise InvalidInput(f"settings must be a mapping of Settings fields to values, got {type(settings).__name__}",
+    if not isinstance(settings, Mapping) or not all(isinstance(name, str) for name in settings):
+        raise InvalidInput(f"settings must be a mapping of Settings field names to values, got {settings!r:.80}",
                            field="settings")
     if "data_dir" in settings:
-        raise InvalidInput("settings cannot name data_dir: the run stores in its own folder (to keep it: workdir=, or hmem eval --workdir)",
-                           field="settings")
+        raise InvalidInput("settings cannot name data_dir: the run stores in its own folder "
+                           "(to keep it: workdir=, or hmem eval --workdir)", field="settings")
     if open_memory is not None:
         raise InvalidInput("settings apply to the Memory run_eval opens; with your own open_memory, open it with "
                            "those settings yourself", field="settings")

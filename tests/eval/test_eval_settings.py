@@ -71,6 +71,7 @@ def test_the_report_lists_the_settings_with_secrets_hidden() -> None:
     ({"fusion": "max"}, ConfigError, "unknown setting"),                # a LongTermConfig field, not a setting
     ({"data_dir": "/elsewhere"}, InvalidInput, "its own folder"),       # the run owns its folder
     ([("session_weight", "0")], InvalidInput, "must be a mapping"),     # not a mapping
+    ({1: "0"}, InvalidInput, "must be a mapping of Settings field names"),  # a name that is not a string
 ])
 def test_bad_settings_are_refused_before_anything_is_written(
     tmp_path: Path, settings: Any, error: type[Exception], says: str,
