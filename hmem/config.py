@@ -116,6 +116,7 @@ class Settings:
     question_weight: float | None = None  # how much a hit that asks is scored down, 0 (off) to 1; none = default
     specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
+    cross_lingual: bool | None = None  # English <-> Chinese dictionary terms in the BM25 query; none = default (on)
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40

@@ -30,6 +30,7 @@ Example (the store calls it so; it needs the embedding model)::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,6 +53,7 @@ from hmem.longterm._rank import (
     specificity,
     to_hits,
 )
+from hmem.longterm.crosslingual import cc_cedict, cross_lingual_terms
 from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import SCAN_CHARS, expansion_terms, merge_round, rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
@@ -105,6 +107,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         dense = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
     expanded = expand_query(query)
+    if config.cross_lingual:
+        expanded = _with_translations(ports.lexical, user_id, expanded)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
     lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
     # Recency stays a tie-breaker (a multiplier buries old evidence); a date the question
@@ -340,3 +344,21 @@ def _dense(
     if query_ids is not None and len(allowed) <= _MAX_ID_FILTER:
         return list(query_ids(user_id, qvec, depth, allowed))
     return vectors.query(user_id, qvec, depth, where=dense_where(flt) or None)
+
+
+#: Common Chinese characters that are not stop words (those are not indexed): a user none
+#: of whose documents holds one has no Chinese to find, and an English question of theirs
+#: needs no dictionary.
+_CHINESE_PROBE = " ".join("人天年好去来说想到上下大小多家看吃做时后里一中国子工作学生日月明今事开心点出")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _with_translations(lexical: LexicalIndex, user_id: str, query: str) -> str:
+    """``query`` followed by the translations of its words (:mod:`hmem.longterm.crosslingual`)
+    when they can match: the question holds Chinese, or the user's archive does."""
+    if not _HAN.search(query) and not any(lexical.term_stats(user_id, [_CHINESE_PROBE]).terms[0].values()):
+        return query
+    dictionary = cc_cedict()
+    extra = cross_lingual_terms(query, dictionary) if dictionary is not None else []
+    translated = f"{query} {' '.join(extra)}" if extra else query
+    return translated if len(translated) <= MAX_INDEX_CHARS else query

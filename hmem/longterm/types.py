@@ -111,6 +111,11 @@ class LongTermConfig:
     ``superseded_weight``: a fact a newer version of its claim superseded
     (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
     ["superseded"]``; 1 turns it off): the newer version ranks first, the old stays findable.
+
+    ``cross_lingual``: the lexical query also holds the translations of the question's
+    words (CC-CEDICT, English ↔ Chinese: :mod:`hmem.longterm.crosslingual`), so a question
+    in one language finds a turn said in the other. English → Chinese only for a user whose
+    archive holds Chinese (the dictionary is not even read for an English-only one).
     """
 
     near_duplicate_threshold: float | None = 0.95
@@ -135,6 +140,7 @@ class LongTermConfig:
     specific_weight: float = 0.3
     specific_share: float = 0.008
     superseded_weight: float = 0.5
+    cross_lingual: bool = True
 
     def __post_init__(self) -> None:
         t = self.near_duplicate_threshold
@@ -148,6 +154,8 @@ class LongTermConfig:
             raise ConfigError("retention_half_life must be positive")
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError("fusion must be 'rrf' or 'weighted'")
+        if not isinstance(self.cross_lingual, bool):
+            raise ConfigError(f"cross_lingual must be True or False, got {self.cross_lingual!r}")
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
         self._check_counts()
