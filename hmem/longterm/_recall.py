@@ -30,7 +30,6 @@ Example (the store calls it so; it needs the embedding model)::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,7 +52,7 @@ from hmem.longterm._rank import (
     specificity,
     to_hits,
 )
-from hmem.longterm.crosslingual import cc_cedict, cross_lingual_terms
+from hmem.longterm.crosslingual import CHINESE_PROBE, cc_cedict, cross_lingual_terms, holds_chinese
 from hmem.longterm.dates import query_period
 from hmem.longterm.feedback import SCAN_CHARS, expansion_terms, merge_round, rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
@@ -346,17 +345,10 @@ def _dense(
     return vectors.query(user_id, qvec, depth, where=dense_where(flt) or None)
 
 
-#: Common Chinese characters that are not stop words (those are not indexed): a user none
-#: of whose documents holds one has no Chinese to find, and an English question of theirs
-#: needs no dictionary.
-_CHINESE_PROBE = " ".join("人天年好去来说想到上下大小多家看吃做时后里一中国子工作学生日月明今事开心点出")
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-
-
 def _with_translations(lexical: LexicalIndex, user_id: str, query: str) -> str:
     """``query`` followed by the translations of its words (:mod:`hmem.longterm.crosslingual`)
     when they can match: the question holds Chinese, or the user's archive does."""
-    if not _HAN.search(query) and not any(lexical.term_stats(user_id, [_CHINESE_PROBE]).terms[0].values()):
+    if not holds_chinese(query) and not any(lexical.term_stats(user_id, [CHINESE_PROBE]).terms[0].values()):
         return query
     dictionary = cc_cedict()
     extra = cross_lingual_terms(query, dictionary) if dictionary is not None else []

@@ -37,7 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["BilingualDictionary", "cc_cedict", "cross_lingual_terms"]
+__all__ = ["CHINESE_PROBE", "BilingualDictionary", "cc_cedict", "cross_lingual_terms", "holds_chinese"]
 
 log = logging.getLogger("hmem.longterm.crosslingual")
 
@@ -50,6 +50,10 @@ _FILLER = frozenset(re.findall(r"\S+",
     "never ever always very much many some any this that these those there here then than just only even "
     "still about after before into over under back again more most"))
 _HAN_RUN = re.compile(r"[\u4e00-\u9fff]+")
+#: Common Chinese characters that are not stop words (those are not indexed): a user none
+#: of whose documents holds one has no Chinese to find, and an English question of theirs
+#: needs no dictionary (recall asks the lexical index's term statistics for these).
+CHINESE_PROBE = " ".join("人天年好去来说想到上下大小多家看吃做时后里一中国子工作学生日月明今事开心点出")
 _LATIN_WORD = re.compile(r"[a-z]+")
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]]*\] /(.*)/\s*$")
 _LONGEST, _SHORTEST = 4, 2
@@ -81,7 +85,7 @@ class BilingualDictionary:
             to_english[word] = tuple(dict.fromkeys(
                 w for w in _LATIN_WORD.findall(first) if len(w) > 2 and w not in _FILLER))
             single = first.removeprefix("to ").strip()
-            if _LATIN_WORD.fullmatch(single) and len(single) >= _MIN_ENGLISH:
+            if _LATIN_WORD.fullmatch(single) and len(single) >= _MIN_ENGLISH and single not in _FILLER:
                 to_chinese.setdefault(single, []).append(word)
         return cls(to_english, {w: tuple(sorted(ws)[:_PER_ENGLISH_WORD]) for w, ws in to_chinese.items()})
 
@@ -121,12 +125,21 @@ def cross_lingual_terms(query: str, dictionary: BilingualDictionary) -> list[str
     found: list[str] = []
     for run in _HAN_RUN.findall(query):
         found.extend(w for word in _dictionary_words(run, dictionary) for w in dictionary.to_english[word])
-    lowered = query.lower()
-    for word in _LATIN_WORD.findall(lowered):
-        if len(word) >= _MIN_ENGLISH and word not in _FILLER:
-            found.extend(dictionary.to_chinese.get(word, ()))
-    held = set(_LATIN_WORD.findall(lowered))  # a Chinese term counts as held inside any run
+    words = _LATIN_WORD.findall(query.lower())
+    for word in words:  # the table holds no short or filler English word
+        found.extend(dictionary.to_chinese.get(word, ()))
+    held = set(words)  # a Chinese term counts as held inside any run
     return [t for t in dict.fromkeys(found) if t not in (query if _HAN_RUN.match(t) else held)]
+
+
+def holds_chinese(text: str) -> bool:
+    """Whether ``text`` holds a Chinese character (then its words are looked up whatever
+    the archive holds).
+
+    >>> holds_chinese("Kevin 在哪家公司？"), holds_chinese("Where does Kevin work?")
+    (True, False)
+    """
+    return _HAN_RUN.search(text) is not None
 
 
 def _dictionary_words(run: str, dictionary: BilingualDictionary) -> list[str]:
