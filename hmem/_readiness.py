@@ -21,24 +21,28 @@ from dataclasses import dataclass
 
 from hmem._options import UserStores
 from hmem.backends.write_behind import WriteBehindVectorIndex
+from hmem.protocols import VectorIndex
 
 __all__ = ["PROBE_USER", "BackendReady", "probes", "run_probes"]
 
 PROBE_USER = "hmem.readyz-probe"
 
-#: tier name -> (the backend object, a cheap read that raises when it is down)
+#: tier name -> (the backend object, a cheap read that raises when it is down; a ``str``
+#: it returns is a note for the operator, :attr:`BackendReady.detail`)
 Probes = Mapping[str, tuple[object, Callable[[], object]]]
 
 
 @dataclass(frozen=True, slots=True)
 class BackendReady:
     """One backend's answer: ``backend`` is its class name; ``error`` says why not
-    (an exception type, or the timeout), never a message that could leak details."""
+    (an exception type, or the timeout), never a message that could leak details;
+    ``detail``, something an operator should look at while it serves (counts only)."""
 
     ok: bool
     backend: str
     latency_ms: float | None = None
     error: str | None = None
+    detail: str | None = None
 
 
 def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]:
@@ -51,9 +55,22 @@ def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]
         "summaries": (stores.summaries, lambda: stores.summaries.get(PROBE_USER, PROBE_USER)),
         "profile": (stores.profile, lambda: stores.profile.get(PROBE_USER, "probe")),
         "items": (lt.items, lambda: lt.items.count(PROBE_USER)),
-        "vectors": (vectors, lambda: lt.vectors.count(PROBE_USER)),
+        "vectors": (vectors, lambda: _vectors_probe(lt.vectors)),
         "lexical": (lt.lexical, lambda: lt.lexical.count(PROBE_USER)),
     }
+
+
+def _vectors_probe(vectors: VectorIndex) -> str | None:
+    """Count the probe user's vectors; with vectors written behind, say how many the
+    index refused (counts only: ``/readyz`` needs no key, so no user or item is named)."""
+    vectors.count(PROBE_USER)
+    refused = vectors.quarantined() if isinstance(vectors, WriteBehindVectorIndex) else []
+    if not refused:
+        return None
+    users = len({q.user_id for q in refused})
+    return (f"{len(refused)} vector{'s' * (len(refused) != 1)} of {users} user{'s' * (users != 1)} refused by the "
+            "index and set aside (the items are kept): each user's stats and inspector page name them; deleting "
+            "an item, or storing it again with metadata the index takes, clears it")
 
 
 def run_probes(checks: Probes, timeout_s: float) -> dict[str, BackendReady]:
@@ -64,8 +81,9 @@ def run_probes(checks: Probes, timeout_s: float) -> dict[str, BackendReady]:
     def run(tier: str, name: str, call: Callable[[], object]) -> None:
         started = time.perf_counter()
         try:
-            call()
-            answer = BackendReady(True, name, latency_ms=round((time.perf_counter() - started) * 1000, 3))
+            note = call()
+            answer = BackendReady(True, name, latency_ms=round((time.perf_counter() - started) * 1000, 3),
+                                  detail=note if isinstance(note, str) else None)
         except Exception as exc:  # any failure means "not ready"; the type is enough for an operator
             answer = BackendReady(False, name, error=type(exc).__name__)
         with lock:

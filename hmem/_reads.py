@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from hmem._options import SYSTEM_PROMPT_ID, UserStores, messages_to_append
 from hmem.assembly.assemble import budget_for
-from hmem.errors import InvalidInput
+from hmem.backends.write_behind import WriteBehindVectorIndex
+from hmem.errors import EmbedderMismatch, InvalidInput
 from hmem.longterm.types import MAX_K, check_k
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
@@ -26,7 +27,7 @@ from hmem.tokens.models import resolve_model
 from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text, renamed
 
 __all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
-           "session_view", "user_stats"]
+           "session_view", "user_stats", "vector_moves"]
 
 
 def session_view(
@@ -168,21 +169,39 @@ def retrieve(stores: UserStores, user_id: str, query: str, k: int, using: Litera
 
 def embedder_info(stores: UserStores, user_id: str) -> dict[str, Any]:
     """The embedder in use (``fallback``: why it stands in for the configured one, or
-    None) and what the user's vectors were made with (None: no vectors yet)."""
+    None), what the user's vectors were made with (None: no vectors yet) and, when that
+    is another model, ``reindex``: the command that re-embeds them (else None)."""
     lt = stores.longterm
-    model = lt.embedder.model_name
+    try:
+        lt.check_vectors(user_id)  # the check recall makes: what it would refuse, with the command
+        fix = None
+    except EmbedderMismatch as exc:
+        fix = exc.command
     stamp = lt.vectors.stamp(user_id)
     return {
-        "model": model,
+        "model": lt.embedder.model_name,
         "fallback": getattr(lt.embedder, "fallback", None),
         "vectors": None if stamp is None else {
-            "embedder": stamp.embedder, "dimension": stamp.dimension, "matches": stamp.embedder == model,
+            "embedder": stamp.embedder, "dimension": stamp.dimension, "matches": fix is None,
         },
+        "reindex": fix,
     }
 
 
+def vector_moves(stores: UserStores, user_id: str) -> dict[str, Any]:
+    """With vectors written behind: ``vectors_waiting``, how many of the user's vectors
+    wait to be moved into the index, and ``vectors_quarantined``, those it refused
+    (``id`` of the item, ``error``: the refusal); 0 and [] otherwise."""
+    vectors = stores.longterm.vectors
+    if not isinstance(vectors, WriteBehindVectorIndex):
+        return {"vectors_waiting": 0, "vectors_quarantined": []}
+    return {"vectors_waiting": vectors.pending(user_id),
+            "vectors_quarantined": [{"id": q.item_id, "error": q.error} for q in vectors.quarantined(user_id)]}
+
+
 def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
-    """Counts per tier for one user, and the embedder (:func:`embedder_info`)."""
+    """Counts per tier for one user, the embedder (:func:`embedder_info`) and the
+    vectors not (yet) in the index (:func:`vector_moves`)."""
     user = check_id(user_id, "user_id")
     sessions = stores.sessions.list_sessions(user)
     summaries = [stores.summaries.get(user, s.session_id) for s in sessions]
@@ -200,6 +219,7 @@ def user_stats(stores: UserStores, user_id: str) -> dict[str, Any]:
         "items": len(items),
         "items_by_kind": dict(sorted(kinds.items())),
         "sentence_keys_waiting": stores.longterm.keys_waiting(user),
+        **vector_moves(stores, user),
         "query_planner": "off" if stores.longterm.planner is None else repr(stores.longterm.planner),
         "embedder": embedder_info(stores, user),
     }

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +25,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from hmem._options import MemoryOptions, MemoryParts
-from hmem.config import Settings
+from hmem.config import Settings, mask_url
 from hmem.errors import ConfigError
+from hmem.longterm._stamps import reindex_command
 from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
 from hmem.longterm.planner import LLMQueryPlanner, QueryPlanner
 from hmem.longterm.store import LongTermStore
@@ -67,6 +69,7 @@ def build_parts(
     """Compose the parts of a :class:`~hmem.memory.Memory` from ``settings``. ``embedder``,
     ``llm`` and ``vectors`` may be passed to share a loaded model or a client across
     instances. On failure nothing stays open; on success ``parts.on_close`` closes it all."""
+    from hmem.backends.folder_lock import FolderLock
     from hmem.backends.sqlite.db import SqliteDatabase
 
     if settings.query_planner == "llm" and llm is None and not settings.llm_configured:  # before any file is made
@@ -74,20 +77,23 @@ def build_parts(
                           "HMEM_LLM_API_KEY), pass llm= to Memory.open, or set HMEM_QUERY_PLANNER=off")
     config = longterm_config(settings)  # a bad knob is refused before any file is made, too
     data_dir = Path(settings.data_dir).expanduser()
-    db = SqliteDatabase(data_dir / SQLITE_FILE)
+    # Embedded Chroma serves one process per folder: a second opener is refused before it opens a file.
+    held = FolderLock(data_dir) if settings.vectors == "chroma" and (vectors is None or settings.sentence_keys) else None
+    db: SqliteDatabase | None = None
     closers: list[Callable[[], None]] = []
     try:
-        return _compose(settings, config, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
+        db = SqliteDatabase(data_dir / SQLITE_FILE)
+        parts = _compose(settings, config, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
     except BaseException:
         # e.g. Redis unreachable, a bad Chroma URL, an invalid setting found late: leave
-        # nothing open behind the error (pools, the SQLite file), newest first.
-        for closer in reversed(closers):
+        # nothing open behind the error (pools, the SQLite file, the folder), newest first.
+        for closer in [*reversed(closers), *([db.close] if db is not None else []), *([held.release] if held else [])]:
             try:
                 closer()
             except Exception:  # the original error is the one to report
                 log.exception("error while closing a backend after a failed build")
-        db.close()
         raise
+    return parts if held is None else dataclasses.replace(parts, on_close=(*parts.on_close, held.release))
 
 
 def longterm_config(settings: Settings) -> LongTermConfig | None:
@@ -144,7 +150,8 @@ def _compose(
         closers.insert(closers.index(batched.close), keys.close)
     chat_llm = llm if llm is not None else build_llm(settings)
     longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys,
-                             planner=_planner(settings, chat_llm))
+                             planner=_planner(settings, chat_llm), reindex_command=reindex_command(
+                                 data_dir, settings.embed_provider if embedder is None else None, settings.embed_model))
     tokenizer = get_tokenizer(settings.model)
     # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the
     # extractors use it too, not only the summarizer.
@@ -175,7 +182,7 @@ def _compose(
         profile=profile,
         longterm=longterm,
         compactor=compactor,
-        # With an LLM, its failures (invalid JSON twice, down, timeout) fall back to the offline
+        # With an LLM, its failures (an invalid reply, down, timeout) fall back to the offline
         # rules for that batch and say so in AddResult, instead of failing an add whose messages
         # are already stored.
         profile_extractor=(LLMProfileExtractor(chat_llm, model=side_model, fallback=OfflineProfileExtractor())
@@ -366,7 +373,7 @@ def build_vectors(settings: Settings, data_dir: Path, *, collection_prefix: str 
         return ChromaVectorIndex(chroma_persistent_client(data_dir / "chroma"), collection_prefix=collection_prefix)
     parsed = urlparse(settings.vectors)
     if not parsed.hostname:
-        raise ConfigError(f"HMEM_VECTORS={settings.vectors!r}: expected chroma://host:port")
+        raise ConfigError(f"HMEM_VECTORS={mask_url(settings.vectors)!r}: expected chroma://host:port")
     return ChromaVectorIndex(chroma_http_client(parsed.hostname, parsed.port or 8000),
                              collection_prefix=collection_prefix)
 

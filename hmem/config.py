@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -26,10 +27,10 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem._primitives import RELEVANCE_CUTOFF
-from hmem._secrets import has_unencoded_userinfo, mask_url
+from hmem._secrets import has_unencoded_userinfo, mask_url, url_secrets
 from hmem.errors import ConfigError
 
-__all__ = ["Settings", "check_batching", "check_cache_size", "mask_url"]
+__all__ = ["Settings", "check_batching", "check_cache_size", "mask_url", "secrets_in_env"]
 
 ENV_PREFIX = "HMEM_"
 
@@ -191,6 +192,9 @@ class Settings:
             raise ConfigError("HMEM_RELEVANCE_CUTOFF must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
+        if self.embed_provider == "openai" and not self.embed_api_key and not self.embed_base_url:
+            raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_API_KEY (the key of the OpenAI API), or "
+                              "HMEM_EMBED_BASE_URL for an endpoint of your own (one that needs no key may go without)")
         if self.embed_provider == "onnx" and self.embed_model is not None:
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: HMEM_EMBED_PROVIDER=onnx runs the packaged "
                               "all-MiniLM-L6-v2 only (and is the default); unset HMEM_EMBED_MODEL, or set "
@@ -219,6 +223,21 @@ class Settings:
         {'session_weight': 0.0, 'llm_api_key': '****'}
         """
         return {name: _shown(name, getattr(self, name)) for name in names}
+
+    def secret_values(self) -> frozenset[str]:
+        """The keys, passwords and secret URL parameters these settings hold (for ``redact``).
+
+        >>> sorted(Settings(api_keys=("k-1:alice",), llm_base_url="https://h/v1?token=t-2").secret_values())
+        ['k-1', 'k-1:alice', 't-2']
+        """
+        found: set[str] = set()
+        for name in get_type_hints(type(self)):
+            value = getattr(self, name)
+            if name in _SECRET_FIELDS and value:
+                found |= _keys_in(value) if name == "api_keys" else {value}
+            elif isinstance(value, str):
+                found.update(url_secrets(value))
+        return frozenset(found - {""})
 
     def __repr__(self) -> str:
         # Settings end up in logs, tracebacks and test reports: never print a secret.
@@ -272,6 +291,27 @@ class Settings:
             for store in ("sessions", "summaries", "profile", "items"):
                 converted.setdefault(store, converted["redis_url"])
         return cls(**converted)
+
+
+def secrets_in_env(env: Mapping[str, str] | None = None, *, names: Iterable[str] = ()) -> frozenset[str]:
+    """The secrets of the ``HMEM_*`` variables and of the variables ``names`` (an upstream
+    key), also where they make no valid :class:`Settings` (an error about them is printed).
+
+    >>> sorted(secrets_in_env({"HMEM_LLM_API_KEY": "sk-1", "HMEM_REDIS_URL": "redis://h/0?password=pw-2"}))
+    ['pw-2', 'sk-1']
+    """
+    env = dict(os.environ if env is None else env)
+    keys = {f"{ENV_PREFIX}{name.upper()}" for name in _SECRET_FIELDS} | set(names)
+    found = {secret for key, value in env.items() if key.startswith(ENV_PREFIX) for secret in url_secrets(value)}
+    found |= _keys_in(",".join(env[key] for key in keys if key in env).split(","))
+    with contextlib.suppress(ConfigError):  # and the settings file's, when it reads
+        found |= Settings.from_env(env).secret_values()
+    return frozenset(found - {""})
+
+
+def _keys_in(entries: Iterable[str]) -> set[str]:
+    """The entries of ``HMEM_API_KEYS`` (``KEY`` or ``KEY:USER``) whole and their keys."""
+    return {part.strip() for entry in entries for part in (entry, entry.partition(":")[0])}
 
 
 def _read_file(path: Path) -> dict[str, Any]:

@@ -7,6 +7,7 @@ them all. Messages say what went wrong *and what to do*.
 
     HmemError
     ├── ConfigError            settings are missing, contradictory or malformed
+    │   └── EmbedderMismatch   a user's vectors were made by another embedding model
     ├── InvalidInput           a caller passed bad data; nothing was changed
     │   └── DuplicateId        a message/item id already exists in its scope
     ├── NotFound               the addressed record does not exist
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "DuplicateId",
+    "EmbedderMismatch",
     "HmemError",
     "InvalidInput",
     "LLMError",
@@ -41,6 +43,24 @@ class HmemError(Exception):
 
 class ConfigError(HmemError):
     """Settings are missing, contradictory or malformed."""
+
+
+class EmbedderMismatch(ConfigError):
+    """A user's vectors were made by another embedding model than the configured one;
+    vectors of two models never mix, so recall and writes of that user are refused.
+
+    ``indexed_with`` names the model that made them (None: vectors stored before models
+    were recorded), ``configured`` the model in use, and ``command`` the ``hmem reindex``
+    line that re-embeds the user's vectors from the stored text with the configured model.
+    """
+
+    def __init__(self, message: str, *, user_id: str, indexed_with: str | None, configured: str,
+                 command: str) -> None:
+        super().__init__(message)
+        self.user_id = user_id
+        self.indexed_with = indexed_with
+        self.configured = configured
+        self.command = command
 
 
 class InvalidInput(HmemError, ValueError):

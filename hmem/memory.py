@@ -372,8 +372,9 @@ class Memory:
         warm_up_models(self._longterm.embedder, self._tokenizer_for(self.options.model))
 
     def flush(self, timeout: float | None = 60.0) -> bool:
-        """Wait until background extraction and compaction have caught up, and archived
-        turns' sentence keys are built (``timeout`` for each); True if they did."""
+        """Wait until background extraction and compaction have caught up, written vectors
+        are in the index and archived turns' sentence keys are built (``timeout`` for each);
+        True if they did."""
         caught_up = self._worker.flush(timeout)
         return self._longterm.flush_keys(timeout) and caught_up
 

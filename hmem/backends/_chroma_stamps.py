@@ -38,8 +38,8 @@ from hmem.backends.memory.vectors import check_fingerprints, check_vectors
 from hmem.errors import BackendUnavailable, ConfigError, HmemError, InvalidInput
 from hmem.protocols import IndexStamp
 
-__all__ = ["ChromaStage", "get_collection", "guard", "meta_stamp", "paged_metadatas", "recover", "sample_dimension",
-           "staging_name", "stamp_collection", "stamp_meta"]
+__all__ = ["MAX_CHROMA_KEYS", "ChromaStage", "check_chroma_metadata", "get_collection", "guard", "meta_stamp",
+           "paged_metadatas", "recover", "sample_dimension", "staging_name", "stamp_collection", "stamp_meta"]
 
 log = logging.getLogger("hmem.backends.chroma")
 
@@ -61,6 +61,31 @@ def guard(fn: Callable[[], _T]) -> _T:
         raise InvalidInput(f"Chroma rejected the request: {exc}", field="vectors") from exc
     except Exception as exc:
         raise BackendUnavailable(f"Chroma call failed: {type(exc).__name__}: {exc}") from exc
+
+
+#: The most metadata keys one vector may carry into Chroma. Embedded Chroma writes a
+#: record's keys in one SQLite statement of six variables per key (32,766 at most): it
+#: logs a record of more than 5,461 keys, then fails every compaction of the collection
+#: after it, and with it each later read and write of that user.
+MAX_CHROMA_KEYS = 4096
+
+
+def check_chroma_metadata(ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+    """Refuse (:class:`~hmem.errors.InvalidInput`, naming the vector) metadata that
+    Chroma would take into its log and then choke on, or fail with a bare ``TypeError``:
+    more than :data:`MAX_CHROMA_KEYS` keys, or text that is not valid UTF-8."""
+    for doc_id, meta in zip(ids, metadatas, strict=True):
+        if len(meta) > MAX_CHROMA_KEYS:
+            raise InvalidInput(f"the metadata of vector {doc_id!r} has {len(meta):,} keys; Chroma takes at most "
+                               f"{MAX_CHROMA_KEYS:,} per vector (more would fail every later read and write of the "
+                               "collection)", field="metadatas")
+        for key, value in meta.items():
+            for text in (key, value) if isinstance(value, str) else (key,):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InvalidInput(f"the metadata of vector {doc_id!r} is not valid UTF-8 (key {key!r})",
+                                       field="metadatas") from None
 
 
 def stamp_meta(stamp: IndexStamp) -> dict[str, Any]:
@@ -194,6 +219,7 @@ class ChromaStage:
             raise InvalidInput(f"vectors have dimension {mat.shape[1]}, the rebuild {self.stamp.dimension}",
                                field="vectors")
         rows = [{**m, FP_KEY: fp} for m, fp in zip(metas, fps, strict=True)]
+        check_chroma_metadata(id_list, rows)
         for start in range(0, len(id_list), _BATCH):
             end = start + _BATCH
             guard(functools.partial(self._col.upsert, ids=id_list[start:end], embeddings=mat[start:end],

@@ -14,6 +14,8 @@ Example::
     [1, 2]
     >>> box.clear_through("u1", 1); sorted(box.load()["u1"])
     ['b']
+    >>> box.clear_through("u1", 2, keep={2}); sorted(box.load()["u1"])  # a refused row stays
+    ['b']
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ class Outbox:
             conn.executemany("DELETE FROM vector_outbox WHERE user_id = ? AND item_id = ?",
                              [(user_id, i) for i in ids])
 
-    def clear_through(self, user_id: str, seq: int) -> None:
-        """Delete the user's rows up to ``seq`` (they are in the index now)."""
+    def clear_through(self, user_id: str, seq: int, keep: Collection[int] = ()) -> None:
+        """Delete the user's rows up to ``seq`` (they are in the index now), but those of
+        the ``seq`` numbers in ``keep`` (rows the index refused)."""
         with self._db.write() as conn:
-            conn.execute("DELETE FROM vector_outbox WHERE user_id = ? AND seq <= ?", (user_id, seq))
+            conn.execute("DELETE FROM vector_outbox WHERE user_id = ? AND seq <= ? "
+                         "AND seq NOT IN (SELECT value FROM json_each(?))", (user_id, seq, json.dumps(sorted(keep))))
 
 
 class SearchableIndex(VectorIndex, Protocol):
@@ -99,9 +103,10 @@ class SearchableIndex(VectorIndex, Protocol):
 
 
 class Stage:
-    """A wrapped index's rebuild area; ``on_commit`` runs once its commit returned or failed."""
+    """A wrapped index's rebuild area; ``on_commit(done)`` runs once its commit returned
+    (``done`` True) or failed (False)."""
 
-    def __init__(self, inner: StagedVectors, on_commit: Callable[[], None]) -> None:
+    def __init__(self, inner: StagedVectors, on_commit: Callable[[bool], None]) -> None:
         self._inner = inner
         self._on_commit = on_commit
 
@@ -118,8 +123,10 @@ class Stage:
     def commit(self) -> None:
         try:
             self._inner.commit()
-        finally:
-            self._on_commit()
+        except BaseException:
+            self._on_commit(False)
+            raise
+        self._on_commit(True)
 
 
 class ReadWriteLock:

@@ -41,6 +41,7 @@ from typing import Any, Literal, TypeVar
 
 from hmem.backends._chroma_stamps import (
     ChromaStage,
+    check_chroma_metadata,
     get_collection,
     guard,
     meta_stamp,
@@ -224,6 +225,7 @@ class ChromaVectorIndex:
             return
         if self._scoping == "where":
             metas = [{**m, _USER_KEY: user_id} for m in metas]
+        check_chroma_metadata(id_list, metas)  # before Chroma logs a record it cannot apply
         keys = [self._key(user_id, i) for i in id_list]
         chroma_metas = [m or None for m in metas]  # Chroma rejects an empty dict, accepts None
 

@@ -15,10 +15,19 @@ many per upsert, then deletes them from the outbox. What callers see does not ch
 - a crash loses nothing acknowledged: rows left in the outbox are loaded at the first use
   after a restart (cost: the rows left, never all items) and moved then.
 
-If the wrapped index refuses or is down, rows stay in the outbox, queries still find them
-and the move is retried (backing off to :data:`MAX_BACKOFF_S`, a warning in the log);
-``flush`` raises :class:`~hmem.errors.BackendUnavailable` after its timeout, naming the
-cause. One process per outbox, as for embedded Chroma, the index it is made for.
+If the wrapped index is down (any error but :class:`~hmem.errors.InvalidInput`), rows stay
+in the outbox, queries still find them and the move is retried (backing off to
+:data:`MAX_BACKOFF_S`, a warning in the log); ``flush`` raises
+:class:`~hmem.errors.BackendUnavailable` after its timeout, naming the cause.
+
+If it refuses rows themselves (``InvalidInput``: metadata it cannot store …), the batch is
+halved until the refused rows stand alone; each is *set aside* with its error
+(:meth:`~WriteBehindVectorIndex.quarantined`) and the rest move on. A row set aside stays in
+the outbox (a later process tries it once more) and queries still find it; nothing waits
+for it (``flush``, ``close``); deleting its item, or writing its id again, clears it.
+``close`` stops once every row left was refused again since it began: a refusing index
+never holds a shutdown for the flush timeout. One process per outbox, as for embedded
+Chroma, the index it is made for.
 
 Example::
 
@@ -39,6 +48,7 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -50,7 +60,7 @@ from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
 from hmem.protocols import IndexStamp, ScoredId, StagedVectors
 from hmem.types import check_id
 
-__all__ = ["IDLE_S", "MAX_BACKOFF_S", "MAX_PENDING", "WriteBehindVectorIndex"]
+__all__ = ["IDLE_S", "MAX_BACKOFF_S", "MAX_PENDING", "QuarantinedVector", "WriteBehindVectorIndex"]
 
 log = logging.getLogger("hmem.backends.write_behind")
 
@@ -63,6 +73,19 @@ MAX_PENDING = 256
 MAX_BACKOFF_S = 5.0
 _FIRST_BACKOFF_S = 0.05
 _MOVE_BATCH = 4000  # rows per upsert into the wrapped index (below Chroma's batch limit)
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantinedVector:
+    """A vector the wrapped index refused (``error``: its refusal), set aside in the outbox."""
+
+    user_id: str
+    item_id: str
+    error: str
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 class WriteBehindVectorIndex:
@@ -87,9 +110,13 @@ class WriteBehindVectorIndex:
         self._rows: dict[str, dict[str, Row]] = {}  # user -> item id -> newest pending row
         self._pending = MemoryVectorIndex()  # the same rows, for queries
         self._moving: dict[str, threading.Lock] = {}  # held while a user's rows move (or are deleted)
+        # user -> item id -> (row, refusal): rows the index refused, set aside; still in
+        # the outbox and in ``_pending`` (queries find them), no longer in ``_rows``.
+        self._quarantine: dict[str, dict[str, tuple[Row, str]]] = {}
         self._stamps: dict[str, IndexStamp] = {}  # known stamps (the dimension check of upsert)
         self._retry_at: dict[str, float] = {}
         self._backoff: dict[str, float] = {}
+        self._refused_at: dict[str, float] = {}  # monotonic time of the user's last refused move
         self._error: str | None = None  # the last refusal of the wrapped index, until a move succeeds
         self._last_write = 0.0  # monotonic time of the last upsert
         self._flushers = 0  # callers waiting in flush(): move at once
@@ -119,23 +146,37 @@ class WriteBehindVectorIndex:
                              [r.metadata for _, r in rows])
 
     def _drop_locked(self, user_id: str, ids: Collection[str] | None = None) -> None:
-        """Forget the user's pending rows (``ids``, or all) in memory and in the outbox."""
-        rows = self._rows.get(user_id, {})
-        gone = list(rows) if ids is None else [i for i in ids if i in rows]
+        """Forget the user's pending and set-aside rows (``ids``, or all) in memory and in the outbox."""
+        rows, aside = self._rows.get(user_id, {}), self._quarantine.get(user_id, {})
+        held = rows.keys() | aside.keys()
+        gone = list(held) if ids is None else [i for i in ids if i in held]
         if not gone:
             return
         self._outbox.drop(user_id, gone)
-        self._forget_locked(user_id, gone)
+        waiting = [i for i in gone if i in rows]
+        set_aside = [i for i in gone if i not in rows]
+        for i in set_aside:
+            del aside[i]
+        if not aside:
+            self._quarantine.pop(user_id, None)
+        self._pending.delete(user_id, set_aside)
+        self._forget_locked(user_id, waiting)
 
-    def _forget_locked(self, user_id: str, ids: Sequence[str]) -> None:
-        """Forget these pending rows of the user in memory (the outbox is the caller's)."""
+    def _forget_locked(self, user_id: str, ids: Sequence[str], *, searchable: bool = False) -> None:
+        """Forget these pending rows of the user in memory (the outbox is the caller's);
+        ``searchable``: queries still find them (a row set aside)."""
         rows = self._rows.get(user_id, {})
         for i in ids:
             del rows[i]
-        self._pending.delete(user_id, ids)
+        if not searchable:
+            self._pending.delete(user_id, ids)
         if not rows:
             self._rows.pop(user_id, None)
         self._cond.notify_all()
+
+    def _held_locked(self, user_id: str) -> set[str]:
+        """The user's ids that queries answer from ``_pending``: waiting or set aside."""
+        return set(self._rows.get(user_id, ())) | set(self._quarantine.get(user_id, ()))
 
     def _start_locked(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -184,31 +225,66 @@ class WriteBehindVectorIndex:
                 batch = sorted(self._rows.get(user_id, {}).items(), key=lambda kv: kv[1].seq)[: _MOVE_BATCH]
             if not batch:
                 return
-            try:
-                self._index.upsert(user_id, [i for i, _ in batch], _matrix(r for _, r in batch),
-                                  [r.metadata for _, r in batch])
-            except Exception as exc:  # kept in the outbox; retried after a back-off
-                self._refused(user_id, len(batch), exc)
-                return
+            moved, refused, down = self._upsert_sorting_out(user_id, batch)
             with self._cond:
-                last = batch[-1][1].seq
-                try:
-                    self._outbox.clear_through(user_id, last)
-                except Exception:  # the rows are moved; left in the outbox, a restart moves them again
-                    log.exception("could not clear %d moved vectors of user %r from the outbox", len(batch), user_id)
                 rows = self._rows.get(user_id, {})
-                self._forget_locked(user_id, [i for i, r in batch if rows.get(i) is r])  # not those written again
-                self._retry_at.pop(user_id, None)
-                self._backoff.pop(user_id, None)
-                self._error = None
+                set_aside = [(i, r, exc) for (i, r), exc in refused if rows.get(i) is r]  # not those written again
+                for i, r, exc in set_aside:
+                    self._quarantine.setdefault(user_id, {})[i] = (r, _describe(exc))
+                self._forget_locked(user_id, [i for i, _, _ in set_aside], searchable=True)
+                if down is None:
+                    keep = {r.seq for r, _ in self._quarantine.get(user_id, {}).values()}
+                    try:
+                        self._outbox.clear_through(user_id, batch[-1][1].seq, keep)
+                    except Exception:  # the rows are moved; left in the outbox, a restart moves them again
+                        log.exception("could not clear %d moved vectors of user %r from the outbox", len(moved),
+                                      user_id)
+                    self._forget_locked(user_id, [i for i, r in moved if rows.get(i) is r])
+                    for state in (self._retry_at, self._backoff, self._refused_at):
+                        state.pop(user_id, None)
+                    self._error = None
+            for i, _, exc in set_aside:
+                log.warning("the vector index refused the vector of item %r of user %r (%s): it is set aside in the "
+                            "outbox (queries still find it; stats, /readyz and the inspector show it); delete the item "
+                            "or write it again with metadata the index takes", i, user_id, _describe(exc))
+            if down is not None:  # the moved rows stay pending too: moved again, harmlessly, with the rest
+                self._refused(user_id, len(batch) - len(refused), down)
+
+    def _upsert_sorting_out(self, user_id: str, batch: list[tuple[str, Row]]
+                            ) -> tuple[list[tuple[str, Row]], list[tuple[tuple[str, Row], InvalidInput]], Exception | None]:
+        """Upsert ``batch`` into the wrapped index. A refusal of the rows (``InvalidInput``)
+        is narrowed down by halving to the rows refused on their own; any other error
+        stops the pass (the index is down). Returns the rows moved, the rows refused with
+        their refusals, and the error that stopped the pass (else None)."""
+        moved: list[tuple[str, Row]] = []
+        refused: list[tuple[tuple[str, Row], InvalidInput]] = []
+        parts = [batch]
+        while parts:
+            part = parts.pop()
+            try:
+                self._index.upsert(user_id, [i for i, _ in part], _matrix(r for _, r in part),
+                                  [r.metadata for _, r in part])
+            except InvalidInput as exc:
+                if len(part) == 1:
+                    refused.append((part[0], exc))
+                else:
+                    half = len(part) // 2
+                    parts += [part[half:], part[:half]]  # the first half next: rows move in their order
+                continue
+            except Exception as exc:  # down: kept in the outbox, retried after a back-off
+                return moved, refused, exc
+            moved.extend(part)
+        return moved, refused, None
 
     def _refused(self, user_id: str, n: int, exc: Exception) -> None:
         with self._cond:
             wait = min(MAX_BACKOFF_S, self._backoff.get(user_id, _FIRST_BACKOFF_S / 2) * 2)
             first = user_id not in self._backoff
             self._backoff[user_id] = wait
-            self._retry_at[user_id] = time.monotonic() + wait
-            self._error = f"{type(exc).__name__}: {exc}"
+            now = time.monotonic()
+            self._retry_at[user_id] = now + wait
+            self._refused_at[user_id] = now
+            self._error = _describe(exc)
             self._cond.notify_all()
         if first:
             log.warning("the vector index refused %d vectors of user %r (%s); they stay in the outbox, are found by "
@@ -220,30 +296,51 @@ class WriteBehindVectorIndex:
             self._load_locked()
             return self._count_locked(user_id)
 
+    def quarantined(self, user_id: str | None = None) -> list[QuarantinedVector]:
+        """The vectors (of ``user_id``, or of everyone) the wrapped index refused, set
+        aside with its refusal (see the module doc), oldest first."""
+        with self._cond:
+            self._load_locked()
+            users = [user_id] if user_id is not None else list(self._quarantine)
+            found = [(row.seq, QuarantinedVector(user, item_id, error)) for user in users
+                     for item_id, (row, error) in self._quarantine.get(user, {}).items()]
+        return [q for _, q in sorted(found, key=lambda pair: pair[0])]
+
     def _count_locked(self, user_id: str | None) -> int:
         if user_id is not None:
             return len(self._rows.get(user_id, ()))
         return sum(len(rows) for rows in self._rows.values())
 
     def flush(self, user_id: str | None = None, timeout: float | None = None) -> None:
-        """Wait until the pending vectors (of ``user_id``, or all) are in the wrapped index.
+        """Wait until the pending vectors (of ``user_id``, or all) are in the wrapped index
+        (rows it refused are set aside, not waited for: :meth:`quarantined`).
 
         Raises :class:`~hmem.errors.BackendUnavailable` after ``timeout`` seconds (default:
-        ``flush_timeout_s``) if the index still refuses them; they stay in the outbox."""
+        ``flush_timeout_s``) if the index is still down; they stay in the outbox."""
+        self._wait_moved(user_id, timeout, closing=False)
+
+    def _wait_moved(self, user_id: str | None, timeout: float | None, *, closing: bool) -> None:
+        """:meth:`flush`; ``closing``: retry every waiting user at once, and give up as soon
+        as each was refused again (the rows stay in the outbox; waiting longer saves nothing)."""
         limit = self._flush_timeout_s if timeout is None else timeout
-        deadline = time.monotonic() + limit
+        started = time.monotonic()
+        deadline = started + limit
         with self._cond:
             self._load_locked()
+            if closing:
+                self._retry_at.clear()
             self._flushers += 1
             try:
                 while left := self._count_locked(user_id):
                     self._start_locked()
                     self._cond.notify_all()
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0:
+                    refused_again = closing and all(self._refused_at.get(u, started - 1) >= started for u in self._rows)
+                    if remaining <= 0 or refused_again:
                         whose = f" of user {user_id!r}" if user_id is not None else ""
+                        after = "after being refused again" if refused_again else f"after {limit:g} s"
                         raise BackendUnavailable(
-                            f"{left} vectors{whose} still wait to be written to the vector index after {limit:g} s "
+                            f"{left} vectors{whose} still wait to be written to the vector index {after} "
                             f"({self._error or 'no answer yet'}); they are kept in the outbox and written once the "
                             "index takes them: check that Chroma is reachable")
                     self._cond.wait(remaining)
@@ -251,13 +348,14 @@ class WriteBehindVectorIndex:
                 self._flushers -= 1
 
     def close(self, timeout: float | None = None) -> None:
-        """Move what is pending (waiting up to ``timeout``; what is left stays in the
-        outbox for the next process) and stop the thread. Idempotent."""
+        """Move what is pending (waiting up to ``timeout``, and no longer once the index
+        refused every row left again; what is left stays in the outbox for the next
+        process) and stop the thread. Idempotent."""
         with self._cond:
             if self._closed:
                 return
         try:
-            self.flush(timeout=timeout)
+            self._wait_moved(None, timeout, closing=True)
         except BackendUnavailable as exc:
             log.warning("closing with vectors not yet in the vector index: %s", exc)
         with self._cond:
@@ -288,6 +386,11 @@ class WriteBehindVectorIndex:
                                        field="vectors")
             rows = self._outbox.add(user_id, id_list, mat, metas)
             self._add_locked(user_id, list(zip(id_list, rows, strict=True)))
+            aside = self._quarantine.get(user_id, {})
+            for i in id_list:  # written again: the new row is tried (the old one is cleared once it moves)
+                aside.pop(i, None)
+            if not aside:
+                self._quarantine.pop(user_id, None)
             self._last_write = time.monotonic()
             self._start_locked()
             self._cond.notify_all()
@@ -310,7 +413,7 @@ class WriteBehindVectorIndex:
         """``inner(depth)`` merged with ``pending()``: a pending vector replaces the index's."""
         with self._cond:
             self._load_locked()
-            waiting = set(self._rows.get(user_id, ()))
+            waiting = self._held_locked(user_id)
             # Read before the index: a row moved in between is then found in both, never in neither.
             found = pending() if waiting else []
         if not waiting:
@@ -336,7 +439,7 @@ class WriteBehindVectorIndex:
         check_id(user_id, "user_id")
         with self._cond:
             self._load_locked()
-            busy = user_id in self._rows
+            busy = user_id in self._rows or user_id in self._quarantine
         if not busy:
             return self._index.query_many(user_id, vectors, k, where)
         return [self.query(user_id, v, k, where) for v in vectors]
@@ -384,14 +487,22 @@ class WriteBehindVectorIndex:
     def users(self) -> list[str]:
         with self._cond:
             self._load_locked()
-            waiting = set(self._rows)
+            waiting = set(self._rows) | set(self._quarantine)
         return sorted(set(self._index.users()) | waiting)
 
     def staged(self, user_id: str, stamp: IndexStamp) -> StagedVectors:
         check_id(user_id, "user_id")
         self.flush(user_id)
         self._forget_stamp(user_id)
-        return Stage(self._index.staged(user_id, stamp), lambda: self._forget_stamp(user_id))
+        return Stage(self._index.staged(user_id, stamp), lambda done: self._rebuilt(user_id, done))
+
+    def _rebuilt(self, user_id: str, done: bool) -> None:
+        """After a rebuild's commit: the stamp is read again; once it took, the rebuild
+        holds a vector for every item, so the rows set aside (older vectors) are gone."""
+        self._forget_stamp(user_id)
+        if done:
+            with self._lock_of(user_id), self._cond:
+                self._drop_locked(user_id, list(self._quarantine.get(user_id, ())))
 
 
 def _matrix(rows: Iterable[Row]) -> Sequence[Sequence[float]]:

@@ -7,6 +7,10 @@ printed and added to memory too. Without a model, the assembled context is shown
 instead. Commands: ``/context`` shows the context for the next call, ``/quit``
 (or end of input) leaves.
 
+The configured model also extracts: adding a user turn makes one profile and one fact
+extraction call before the reply (the provider retries only transient failures; any
+other failure leaves the turn to the offline rules). docs/cli.md gives the cost.
+
 Example::
 
     printf 'I live in Lyon\\n/context\\n/quit\\n' | hmem chat u1 s1

@@ -1,10 +1,10 @@
 """``hmem demo``: the README's main job, end to end on the embedded default.
 
 1. Replays the sample multi-session conversations of ``data/`` (English, Chinese,
-   mixed) into an embedded store (SQLite + Chroma + the packaged MiniLM model, in a
-   temporary folder unless ``--data``/``--keep``) through :meth:`Memory.add`: the
-   real write path with the offline extractors and a small hybrid buffer, so
-   summaries and archiving really happen.
+   mixed) into an embedded store (SQLite + Chroma + the default embedder, the packaged
+   int8 ONNX MiniLM, in a temporary folder unless ``--data``/``--keep``) through
+   :meth:`Memory.add`: the real write path with the offline extractors and a small
+   hybrid buffer, so summaries and archiving really happen.
 2. For a few later questions whose evidence lies in an early session, asks them in
    a fresh session and prints the assembled context and the budget report: tiers,
    tokens, what was recalled (from which session and date, and whether it is the
@@ -17,7 +17,8 @@
 4. Prints how long each phase took.
 
 The demo is deterministic and offline: it ignores a configured LLM (``HMEM_LLM_*``)
-and embedding endpoint, and always uses SQLite for sessions, summaries, profile and
+and embedder (``HMEM_EMBED_*``: it embeds with the default, as ``hmem serve`` does when
+nothing is set), and always uses SQLite for sessions, summaries, profile and
 items (never a configured Redis).
 
 Example::
@@ -98,11 +99,14 @@ def pick_questions(conversation: EvalConversation, questions: tuple[EvalQuestion
 
 def demo_overrides(args: argparse.Namespace, folder: str) -> dict[str, Any]:
     """Settings the demo pins whatever ``HMEM_*`` says: embedded stores only (it must never
-    write sample data into a configured Redis), no LLM and the packaged embedding model
-    (deterministic and offline)."""
+    write sample data into a configured Redis), no LLM and the default embedder (packaged,
+    deterministic and offline) — the one every other entry point uses by default, so
+    ``hmem serve --data`` answers from a kept demo store as it is."""
+    from hmem.config import Settings
+
     overrides: dict[str, Any] = {
         "data_dir": folder, "sessions": "sqlite", "summaries": "sqlite", "profile": "sqlite", "items": "sqlite",
-        "llm_model": None, "summary_model": None, "embed_provider": "local", "embed_model": None,
+        "llm_model": None, "summary_model": None, "embed_provider": Settings().embed_provider, "embed_model": None,
         "window_policy": "hybrid", "buffer_tokens": args.buffer_tokens, "compaction": "foreground",
         "extract_profile": True, "extract_facts": True,
         "archive_turns": "on_evict" if args.archive_on_evict else "on_add",
@@ -140,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     data = {
         "data_dir": folder if (args.keep or args.data) else None,
         "settings": {"buffer_tokens": args.buffer_tokens, "budget": args.budget, "k": args.k, "model": mem.options.model,
-                     "window_policy": "hybrid", "vectors": _vectors_name(args)},
+                     "window_policy": "hybrid", "vectors": _vectors_name(args),
+                     "embedder": ingested[0]["stats"]["embedder"]["model"]},  # what a kept store's vectors are made with
         "conversations": ingested,
         "questions": answers,
         "timing_s": {
@@ -325,5 +330,6 @@ def _render(console: Console, data: dict[str, Any]) -> None:
         f"questions {t['questions']:.1f} s", "bold",
     ))
     if data["data_dir"]:
-        console.print(text(f"Store kept in {data['data_dir']} (try: hmem inspect --data {data['data_dir']} "
-                           f"{data['conversations'][0]['id']} S1)"))
+        console.print(text(f"Store kept in {data['data_dir']}, its vectors made with {s['embedder']} (the default "
+                           f"embedder; try: hmem inspect --data {data['data_dir']} {data['conversations'][0]['id']} S1, "
+                           f"or hmem serve --data {data['data_dir']})"))

@@ -60,10 +60,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except HmemError as exc:
-        print(f"hmem: error: {exc}", file=sys.stderr)
+        print(f"hmem: error: {_shown(exc, args)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _shown(exc: HmemError, args: argparse.Namespace) -> str:
+    """The error's message without a configured secret or a URL's password (a provider's
+    error may quote what its endpoint answered)."""
+    from hmem._secrets import redact
+    from hmem.config import secrets_in_env
+
+    upstream_key = getattr(args, "upstream_key_env", None)  # hmem serve / proxy
+    return redact(exc, secrets_in_env(names=[upstream_key] if upstream_key else []))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -86,11 +86,12 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         from hmem.cli.serve_cmd import serve_until_signalled
+        from hmem.server.limits import uvicorn_options
 
-        app = http_app(server, keyring, user=user, host=args.host)
+        app = http_app(server, keyring, user=user, host=args.host, max_body_bytes=settings.max_body_bytes)
         log.info("hmem MCP serving http://%s:%d/mcp (data %s)", args.host, args.port, settings.data_dir)
         config = uvicorn.Config(app, host=args.host, port=args.port, log_config=None, server_header=False,
-                                timeout_graceful_shutdown=5)
+                                timeout_graceful_shutdown=5, **uvicorn_options())
         # uvicorn re-raises SIGTERM after its graceful shutdown; this returns instead, so the
         # memory is still closed (background work flushed, stores released).
         serve_until_signalled(uvicorn.Server(config))

@@ -262,7 +262,7 @@ def _render_embedder(console: Console, emb: dict[str, Any]) -> None:
     if emb["fallback"]:
         console.print(text(f"  fallback: {emb['fallback']}", "bold yellow"))
     vecs = emb["vectors"]
-    if vecs is not None and not vecs["matches"]:
+    if vecs is not None and emb["reindex"]:
         made = vecs["embedder"] or "an unrecorded embedder"
         console.print(text(f"  this user's vectors were made with {made} (dim {vecs['dimension']}): "
-                           "run `hmem reindex` before recalling", "bold red"))
+                           f"run `{emb['reindex']}` before recalling", "bold red"))

@@ -2,8 +2,8 @@
 
 Needed after changing ``HMEM_EMBED_PROVIDER`` (or ``HMEM_EMBED_MODEL``): vectors of two
 embedders never mix, so a store asked to use another model than the one a user's
-vectors were made with refuses with a :class:`~hmem.errors.ConfigError` naming this
-command. Each user's vectors are rebuilt from the stored text beside the live ones and
+vectors were made with refuses with a :class:`~hmem.errors.EmbedderMismatch` naming this
+command (the embedder and ``--data`` spelled out; HTTP 409 ``embedder_mismatch``). Each user's vectors are rebuilt from the stored text beside the live ones and
 swapped in at once (``LongTermStore.reindex``); an interrupted run (Ctrl-C, a kill)
 continues where it stopped when run again. The turns' sentence keys are rebuilt behind
 (docs/longterm.md, "Sentence keys"): the command waits for them with a second progress

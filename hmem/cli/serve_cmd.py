@@ -51,6 +51,16 @@ def _size(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
 def register(subparsers: Any) -> None:
     """Add ``hmem serve`` to the ``hmem`` parser."""
     p = subparsers.add_parser(
@@ -65,14 +75,16 @@ def register(subparsers: Any) -> None:
 def add_server_arguments(p: argparse.ArgumentParser, *, upstream_required: bool) -> None:
     """The options of ``hmem serve`` (and of ``hmem proxy``, where ``--upstream`` is required)."""
     from hmem.server.app import DEFAULT_MAX_BODY_BYTES
+    from hmem.server.limits import DEFAULT_BODY_TIMEOUT_S
 
     p.add_argument("--upstream", required=upstream_required, default=None, metavar="URL",
                    help="OpenAI-compatible base URL to forward /v1/chat/completions to, e.g. https://api.openai.com/v1"
                         + ("" if upstream_required else " (default: no proxy route)"))
     p.add_argument("--upstream-key-env", default="HMEM_UPSTREAM_API_KEY", metavar="NAME",
                    help="environment variable holding the upstream API key (default: HMEM_UPSTREAM_API_KEY)")
-    p.add_argument("--upstream-timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="upstream request timeout (default: 120)")
+    p.add_argument("--upstream-timeout", type=_seconds, default=120.0, metavar="SECONDS",
+                   help="deadline for each whole upstream call, a streamed answer included; past it the "
+                        "request gets 504, or a started stream an error event (default: 120)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8080, help="port to bind (default: 8080)")
     p.add_argument("--data", metavar="DIR", default=None,
@@ -81,6 +93,9 @@ def add_server_arguments(p: argparse.ArgumentParser, *, upstream_required: bool)
                    help="serve without API keys on a non-loopback address (only behind an authenticating proxy)")
     p.add_argument("--max-body-bytes", type=_size, default=None,
                    help=f"largest accepted request body; bigger gets 413 (default: $HMEM_MAX_BODY_BYTES or {DEFAULT_MAX_BODY_BYTES})")
+    p.add_argument("--body-timeout", type=_seconds, default=DEFAULT_BODY_TIMEOUT_S, metavar="SECONDS",
+                   help=f"how long a client may take to send a request body; slower gets 408 "
+                        f"(default: {DEFAULT_BODY_TIMEOUT_S:g})")
     p.add_argument("--forwarded-allow-ips", default=None, metavar="IPS",
                    help="comma-separated proxy addresses whose X-Forwarded-For/-Proto are trusted "
                         "(default: none; '*' trusts every peer)")
@@ -99,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from hmem.memory import Memory
     from hmem.server.app import ServerOptions, create_app
     from hmem.server.auth import KeyRing, check_bind
+    from hmem.server.limits import uvicorn_options
     from hmem.server.proxy import ProxyOptions
 
     configure_logging(args.log_level)
@@ -121,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     memory = Memory.from_settings(settings)
     try:
         limit = args.max_body_bytes if args.max_body_bytes is not None else settings.max_body_bytes
-        app = create_app(memory, settings, ServerOptions(max_body_bytes=limit), proxy=upstream)
+        options = ServerOptions(max_body_bytes=limit, body_timeout_s=args.body_timeout)
+        app = create_app(memory, settings, options, proxy=upstream)
         # Store selectors may be URLs with a password or an api_key/token parameter: mask them.
         log.info(
             "hmem serving http://%s:%d (data %s; sessions %s, profile %s, items %s, vectors %s)",
@@ -134,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         if args.forwarded_allow_ips:
             proxy = {"proxy_headers": True, "forwarded_allow_ips": args.forwarded_allow_ips}
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False,
-                                timeout_graceful_shutdown=30, log_config=None, **proxy)
+                                timeout_graceful_shutdown=30, log_config=None, **proxy, **uvicorn_options())
         serve_until_signalled(uvicorn.Server(config))
     finally:
         memory.close()  # flushes background compaction and closes stores, also after SIGTERM

@@ -50,6 +50,7 @@ def run_import(args: argparse.Namespace) -> int:
         check_id(args.as_user, "user_id")
     with open_memory(args) as mem:
         user = mem.import_user(args.file, user_id=args.as_user)
+        mem.flush()  # the report counts what is in the index, not what is still on its way
         stats = mem.stats(user)
     data = {"user_id": user, "file": str(Path(args.file)), "stats": stats}
     Output(args.json).emit(

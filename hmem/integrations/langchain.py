@@ -18,10 +18,10 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.documents import Document
 from langchain_core.messages import (
@@ -36,6 +36,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import ToolCall as LangChainToolCall
 from langchain_core.messages.tool import invalid_tool_call, tool_call
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
 from hmem.errors import InvalidInput
@@ -210,8 +211,10 @@ def hit_to_document(hit: Hit) -> Document:
 class HmemRetriever(BaseRetriever):
     """A LangChain retriever over :meth:`Memory.recall` for one user: the ``k`` most
     relevant long-term items (facts and archived turns), best first, as Documents
-    (see :func:`hit_to_document` for the metadata). ``invoke(query, k=3)`` overrides
-    ``k`` for one call; ``kinds`` and ``session_id`` filter as in ``recall``."""
+    (see :func:`hit_to_document` for the metadata). ``kinds`` and ``session_id`` filter
+    as in ``recall``. ``invoke(query, k=3, kinds=["preference"])`` (and ``ainvoke``)
+    overrides any of the three for that call only, as LangChain passes a retriever's
+    call keywords on; another keyword raises :class:`~hmem.errors.InvalidInput`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -232,10 +235,24 @@ class HmemRetriever(BaseRetriever):
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
+        kinds: Iterable[str] | str | None = None, session_id: str | None = None, **unknown: Any,
     ) -> list[Document]:
+        unknown.pop("verbose", None)  # LangChain's own: it passes its callback options on too
+        if unknown:
+            name = sorted(unknown)[0]
+            raise InvalidInput(f"unknown argument {name!r} for HmemRetriever.invoke: it takes k, kinds and "
+                               "session_id per call", field=name)
         limit = self.k if k is None else _check_k(k)
-        hits = self.memory.recall(self.user_id, query, limit, kinds=self.kinds, session_id=self.session_id)
+        hits = self.memory.recall(self.user_id, query, limit, kinds=self.kinds if kinds is None else kinds,
+                                  session_id=self.session_id if session_id is None else session_id)
         return [hit_to_document(h) for h in hits]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **call: Any,
+    ) -> list[Document]:
+        # BaseRetriever's default drops the call's keywords; pass them on, off the event loop.
+        return await run_in_executor(None, self._get_relevant_documents, query,
+                                     run_manager=run_manager.get_sync(), **call)
 
 
 def _check_k(k: object) -> int:

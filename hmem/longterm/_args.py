@@ -10,6 +10,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hmem._checks import is_finite
+from hmem._primitives import check_utf8
 from hmem.errors import InvalidInput
 from hmem.longterm.supersede import check_claim_metadata
 from hmem.longterm.types import check_k
@@ -33,6 +35,9 @@ from hmem.types import (
 )
 
 __all__ = [
+    "MAX_METADATA_BYTES",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_KEY_CHARS",
     "Entry",
     "check_entries",
     "check_entry",
@@ -43,6 +48,16 @@ __all__ = [
     "index_metadata",
     "prepare_turns",
 ]
+
+#: Bounds of an item's metadata where it enters (``remember``, ``remember_many``, the HTTP
+#: API): metadata is a few tags to filter by; more belongs in the text. Beyond them a
+#: single item can hurt a whole user: the vector index stores the metadata beside the
+#: vector, and embedded Chroma, handed a record of ~5,000 keys, logs it and then fails
+#: every later read and write of that user's collection.
+MAX_METADATA_KEYS = 128
+MAX_METADATA_KEY_CHARS = 256
+#: The whole metadata object as compact UTF-8 JSON.
+MAX_METADATA_BYTES = 64 * 1024
 
 _ENTRY_KEYS = frozenset({"text", "kind", "importance", "metadata", "session_id", "source_message_id", "created_at"})
 
@@ -69,8 +84,15 @@ def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, 
     for key, value in metadata.items():
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"{field_name} keys must be non-empty strings", field=field_name)
+        try:
+            check_utf8(key, f"{field_name} key {key[:40]!r}")
+        except InvalidInput as exc:
+            raise InvalidInput(str(exc), field=field_name) from None
         if value is not None and not isinstance(value, str | int | float | bool):
-            raise InvalidInput(f"{field_name}[{key!r}] must be a string, number, bool or null", field=field_name)
+            nested = " (nested objects and lists are not stored: flatten them into keys like 'a.b', or put "
+            "them in the text)" if isinstance(value, Mapping | list | tuple) else ""
+            raise InvalidInput(f"{field_name}[{key!r}] must be a string, number, bool or null{nested}",
+                               field=field_name)
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidInput(f"{field_name}[{key!r}] must be finite", field=field_name)
         if isinstance(value, str):
@@ -80,6 +102,27 @@ def check_metadata(metadata: object, field_name: str = "metadata") -> dict[str, 
                 raise InvalidInput(str(exc), field=field_name) from None
         out[key] = value
     return out
+
+
+def check_metadata_bounds(metadata: Mapping[str, JSONScalar], field_name: str = "metadata") -> None:
+    """Refuse checked metadata (:func:`check_metadata`) past :data:`MAX_METADATA_KEYS`,
+    :data:`MAX_METADATA_KEY_CHARS` or :data:`MAX_METADATA_BYTES`.
+
+    >>> check_metadata_bounds({f"k{i}": i for i in range(8000)})
+    Traceback (most recent call last):
+    hmem.errors.InvalidInput: metadata has 8,000 keys; the limit is 128 (a few tags to filter by; the rest in the text)
+    """
+    if len(metadata) > MAX_METADATA_KEYS:
+        raise InvalidInput(f"{field_name} has {len(metadata):,} keys; the limit is {MAX_METADATA_KEYS} (a few tags to "
+                           "filter by; the rest in the text)", field=field_name)
+    for key in metadata:
+        if len(key) > MAX_METADATA_KEY_CHARS:
+            raise InvalidInput(f"{field_name} key {key[:40]!r}... is longer than {MAX_METADATA_KEY_CHARS} characters",
+                               field=field_name)
+    size = len(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput(f"{field_name} takes {size:,} bytes as JSON; the limit is {MAX_METADATA_BYTES:,} (put long "
+                           "values in the text)", field=field_name)
 
 
 def check_importance(value: object, field_name: str = "importance") -> float:
@@ -116,6 +159,7 @@ def check_entry(raw: Mapping[str, Any] | str, where: str = "", *, now: datetime 
     importance = check_importance(raw.get("importance", 0.5), _at(where, "importance"))
     meta = raw.get("metadata")
     metadata = {} if meta is None else check_metadata(meta, _at(where, "metadata"))
+    check_metadata_bounds(metadata, _at(where, "metadata"))
     check_claim_metadata(metadata, _at(where, "metadata"))
     opt: dict[str, str | None] = {}
     for name in ("session_id", "source_message_id"):

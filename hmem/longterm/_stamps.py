@@ -7,7 +7,8 @@ its own embedder (:func:`check_stamp`): a user with no vectors is stamped on the
 write; vectors stored before stamps existed are stamped on first use only if their
 dimension matches *and* a sample of them re-embeds to the same vectors (MiniLM and e5
 are both 384-dimensional, so the dimension alone proves nothing); anything else raises
-:class:`~hmem.errors.ConfigError` telling the caller to run ``hmem reindex``.
+:class:`~hmem.errors.EmbedderMismatch` (a ``ConfigError``) naming both models and the
+``hmem reindex`` command that re-embeds the user's vectors.
 
 :func:`rebuild_vectors` re-embeds the user's items from the item store into the index's
 staging area (``VectorIndex.staged``) and commits it at once; each staged vector carries
@@ -26,15 +27,19 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import shlex
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from hmem.errors import ConfigError
+from hmem.errors import ConfigError, EmbedderMismatch
 from hmem.longterm._args import index_metadata
 from hmem.longterm.index_text import dense_text
 from hmem.protocols import Embedder, IndexStamp, ItemStore, VectorIndex
 from hmem.types import MemoryItem
 
-__all__ = ["check_stamp", "fingerprint", "mismatch", "rebuild_vectors", "wanted_stamp"]
+__all__ = ["check_stamp", "fingerprint", "mismatch", "rebuild_vectors", "reindex_command", "reindex_line",
+           "wanted_stamp"]
 
 log = logging.getLogger("hmem.longterm.store")
 
@@ -49,18 +54,50 @@ def wanted_stamp(embedder: Embedder) -> IndexStamp:
     return IndexStamp(embedder.model_name, embedder.dimension)
 
 
-def mismatch(user_id: str, have: IndexStamp, want: IndexStamp) -> ConfigError:
+def reindex_command(data_dir: str | os.PathLike[str], provider: str | None, model: str | None = None) -> str:
+    """The ``hmem reindex`` line that re-embeds a store's vectors with its embedder: the
+    data folder (absolute) and the ``HMEM_EMBED_PROVIDER`` / ``HMEM_EMBED_MODEL`` spelled
+    out, so it means the same from any directory (``provider`` None: an embedder passed in
+    code, which no setting names). Other settings (a Redis URL, a key) come from the shell.
+
+    >>> reindex_command("/srv/hmem data", "e5", "enpt")
+    "HMEM_EMBED_PROVIDER=e5 HMEM_EMBED_MODEL=enpt hmem reindex --data '/srv/hmem data'"
+    """
+    chosen = [] if provider is None else [f"HMEM_EMBED_PROVIDER={provider}"]
+    if provider is not None and model is not None:
+        chosen.append(f"HMEM_EMBED_MODEL={shlex.quote(model)}")
+    folder = Path(data_dir).expanduser().absolute()
+    return " ".join([*chosen, "hmem", "reindex", "--data", shlex.quote(str(folder))])
+
+
+def reindex_line(command: str, user_id: str) -> str:
+    """``command`` (the ``hmem reindex`` line of a store) for one user.
+
+    >>> reindex_line("hmem reindex", "alice smith")
+    "hmem reindex --user 'alice smith'"
+    """
+    return f"{command} --user {shlex.quote(user_id)}"
+
+
+def mismatch(user_id: str, have: IndexStamp, want: IndexStamp, command: str = "hmem reindex") -> EmbedderMismatch:
+    """The refusal of a user whose vectors ``have`` another stamp than this store's ``want``;
+    ``command`` is the store's ``hmem reindex`` line (without ``--user``)."""
     indexed = "an unrecorded embedder" if have.embedder is None else have.embedder
-    return ConfigError(
+    fix = reindex_line(command, user_id)
+    return EmbedderMismatch(
         f"the vectors of user {user_id!r} were indexed with {indexed} (dim {have.dimension}); this store now "
-        f"embeds with {want.embedder} (dim {want.dimension}): run `hmem reindex` (or LongTermStore.reindex) to "
-        "re-embed them from the stored text, or configure the embedder they were made with (HMEM_EMBED_PROVIDER)")
+        f"embeds with {want.embedder} (dim {want.dimension}): stop the hmem processes that use this store and "
+        f"run `{fix}` to re-embed them from the stored text (LongTermStore.reindex in Python), or configure the "
+        "embedder they were made with (HMEM_EMBED_PROVIDER)",
+        user_id=user_id, indexed_with=have.embedder, configured=str(want.embedder), command=fix)
 
 
-def check_stamp(items: ItemStore, vectors: VectorIndex, embedder: Embedder, user_id: str, *, write: bool) -> bool:
-    """Raise :class:`ConfigError` if the user's vectors come from another embedder; stamp
-    them on first use. True when settled for good (the caller may cache it); False for a
-    user with no vectors yet, asked by a read (nothing to stamp, nothing to mix)."""
+def check_stamp(items: ItemStore, vectors: VectorIndex, embedder: Embedder, user_id: str, *, write: bool,
+                command: str = "hmem reindex") -> bool:
+    """Raise :class:`EmbedderMismatch` if the user's vectors come from another embedder
+    (``command``: the store's ``hmem reindex`` line it names); stamp them on first use.
+    True when settled for good (the caller may cache it); False for a user with no
+    vectors yet, asked by a read (nothing to stamp, nothing to mix)."""
     have = vectors.stamp(user_id)
     if have is None and not write:
         return False
@@ -75,7 +112,7 @@ def check_stamp(items: ItemStore, vectors: VectorIndex, embedder: Embedder, user
         log.info("stamped the existing vectors of user %r as %s (dim %d): a sample re-embeds identically",
                  user_id, want.embedder, want.dimension)
         return True
-    raise mismatch(user_id, have, want)
+    raise mismatch(user_id, have, want, command)
 
 
 def _same_vectors(items: ItemStore, vectors: VectorIndex, embedder: Embedder, user_id: str) -> bool:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from hmem._checks import check_int_at_least
 from hmem.errors import InvalidInput, LLMError
 from hmem.longterm.dates import annotate_dates
 from hmem.longterm.index_text import SAID_KEY
@@ -185,18 +186,21 @@ _SYSTEM = (
 
 
 class LLMFactExtractor:
-    """Facts from an LLM; invalid JSON is retried once. When that fails too, or the
-    LLM call fails (:class:`LLMError`: server down, timeout, HTTP error), ``fallback``
-    extracts the batch (``method="rules-fallback"``, ``reason``, a warning logged);
-    without a fallback, :class:`LLMError`.
+    """Facts from an LLM, one call per batch. A reply that is not a list of facts is not
+    asked again by default (the LLM provider retries only transient failures);
+    ``max_attempts=2`` sends it back with the error for one more try. When no reply is
+    valid, or the LLM call fails (:class:`LLMError`: server down, timeout, HTTP error),
+    ``fallback`` extracts the batch (``method="rules-fallback"``, ``reason``, a warning
+    logged); without a fallback, :class:`LLMError`.
 
     Entries that fail validation (unknown shape, empty or over-long text, importance
     outside [0, 1]) are dropped and counted in ``rejected``.
     """
 
-    def __init__(self, llm: LLM, *, model: str | None = None, max_facts: int = 20,
+    def __init__(self, llm: LLM, *, model: str | None = None, max_facts: int = 20, max_attempts: int = 1,
                  fallback: OfflineFactExtractor | None = None) -> None:
         self.llm = llm
+        self.max_attempts = check_int_at_least(max_attempts, "max_attempts", 1)
         self.model = model
         self.max_facts = max_facts
         self.fallback = fallback
@@ -224,7 +228,7 @@ class LLMFactExtractor:
         prompt = [Message(role="system", content=_SYSTEM), Message(role="user", content=transcript)]
         usage = Usage()
         last_error = ""
-        for attempt in (1, 2):
+        for attempt in range(1, self.max_attempts + 1):
             reply = self.llm.complete(prompt, model=self.model, temperature=0.0, json_mode=True)
             spent.append(reply.usage)
             usage = usage + reply.usage
@@ -246,8 +250,8 @@ class LLMFactExtractor:
                 else:
                     facts.append(fact)
             return ExtractionResult(tuple(facts), "llm", usage, attempt)
-        raise LLMError(f"fact extraction: the LLM returned invalid JSON twice ({last_error}); "
-                       "use OfflineFactExtractor as a fallback")
+        raise LLMError(f"fact extraction: the LLM returned no valid facts JSON in {self.max_attempts} attempt(s) "
+                       f"({last_error}); use OfflineFactExtractor as a fallback")
 
 
 def _parse(text: str) -> list[Any]:

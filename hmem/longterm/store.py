@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hmem.errors import ConfigError, InvalidInput
+from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
 from hmem.longterm._args import Entry, check_entries, check_entry, check_forget_filter, check_recall_args, prepare_turns
 from hmem.longterm._group import GroupCommit, Ingest, Written, write_ingests
 from hmem.longterm._items import (
@@ -79,11 +79,12 @@ __all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "Remembe
 log = logging.getLogger("hmem.longterm.store")
 
 class LongTermStore:
-    """A user's long-term items behind one API; collaborators are injected."""
+    """A user's long-term items behind one API; collaborators (and its ``hmem reindex`` line) are injected."""
 
     def __init__(self, items: ItemStore, vectors: VectorIndex, lexical: LexicalIndex, embedder: Embedder, *,
                  config: LongTermConfig | None = None, clock: Callable[[], datetime] = utcnow,
-                 keys: SentenceKeyIndex | None = None, planner: QueryPlanner | None = None) -> None:
+                 keys: SentenceKeyIndex | None = None, planner: QueryPlanner | None = None,
+                 reindex_command: str = "hmem reindex") -> None:
         if not callable(getattr(embedder, "embed_query", None)):
             raise ConfigError(f"{type(embedder).__name__} has no embed_query(texts): add it (a symmetric model "
                               "returns embed(texts)); see hmem.protocols.Embedder")
@@ -94,14 +95,15 @@ class LongTermStore:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._stamped: set[str] = set()  # users whose vectors this store's embedder may use
+        self._reindex_command = reindex_command  # named when a user's vectors come from another model
         self._group: GroupCommit[Ingest, Written] = GroupCommit()
 
     def check_vectors(self, user_id: str, *, write: bool = False) -> None:
-        """Raise :class:`ConfigError` if the user's vectors come from another embedder
-        (stamping them on the first write); checked once per user and process."""
+        """Raise :class:`~hmem.errors.EmbedderMismatch` if the user's vectors come from another
+        embedder (stamping them on the first write); checked once per user and process."""
         if user_id in self._stamped:
             return
-        if check_stamp(self.items, self.vectors, self.embedder, user_id, write=write):
+        if check_stamp(self.items, self.vectors, self.embedder, user_id, write=write, command=self._reindex_command):
             with self._locks_guard:
                 self._stamped.add(user_id)
 
@@ -366,7 +368,14 @@ class LongTermStore:
         return own if self.keys is None else fold_keys(own, self.keys.search(user_id, qvec, k))[:k]
 
     def flush_keys(self, timeout: float | None = 60.0) -> bool:
-        """Wait until every written turn's sentence keys (built after the write returns) are searchable."""
+        """Wait until every written vector (moved into the index behind the write) and every
+        written turn's sentence keys (built after the write returns) are searchable."""
+        flush_vectors = getattr(self.vectors, "flush", None)  # only a write-behind index has one
+        if flush_vectors is not None:
+            try:
+                flush_vectors(timeout=timeout)
+            except BackendUnavailable:
+                return False  # logged by the index; the vectors stay in its outbox
         return True if self.keys is None else self.keys.flush(timeout)
 
     def keys_waiting(self, user_id: str) -> int:

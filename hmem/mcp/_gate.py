@@ -9,6 +9,12 @@ anyone. Without the header a bound key acts as its user and an unbound key as th
 configured user (403 when none is configured). No tool ever names a user. Errors have
 the REST API's shape.
 
+A connection of the pre-2026 protocol is a session (``Mcp-Session-Id``) that belongs to
+the key and user that opened it: the gate hands the SDK that owner (:func:`session_owner`,
+as ``scope["user"]``), and the SDK's session manager answers a request of any other key,
+or of the same key acting as another user, with the 404 of a session that does not
+exist, for GET, POST and DELETE alike.
+
 Example::
 
     >>> from hmem.server.auth import KeyRing
@@ -21,10 +27,13 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 from urllib.parse import unquote
 
 from fastapi import HTTPException
 from fastapi.security import HTTPAuthorizationCredentials
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from starlette.datastructures import Headers
 
 from hmem.errors import InvalidInput
@@ -33,7 +42,7 @@ from hmem.server.auth import KeyRing, authenticate
 from hmem.server.errors import ASGIApp, Receive, Scope, Send, error_response
 from hmem.types import check_id
 
-__all__ = ["USER_HEADER", "KeyGate", "resolve_user"]
+__all__ = ["USER_HEADER", "KeyGate", "resolve_user", "session_owner"]
 
 #: The request header naming the user (percent-encoded UTF-8, as a REST path segment).
 USER_HEADER = "X-Hmem-User"
@@ -64,9 +73,25 @@ def resolve_user(keyring: KeyRing, authorization: str | None, *, default: str | 
     return user
 
 
+def session_owner(authorization: str | None, user: str) -> AuthenticatedUser:
+    """Who owns the sessions a request opens, in the SDK's terms: the key (by a digest,
+    so the secret itself is kept nowhere new) and the user it acts as. The SDK's session
+    manager compares it on every request naming a session (its ``client_id`` and
+    ``subject``).
+
+    >>> a, b = session_owner("Bearer k1", "alice"), session_owner("Bearer k2", "alice")
+    >>> a.access_token.client_id == b.access_token.client_id, a.access_token.subject
+    (False, 'alice')
+    """
+    _, _, token = (authorization or "").partition(" ")
+    digest = hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+    return AuthenticatedUser(AccessToken(token=digest, client_id=digest, scopes=[], subject=user))
+
+
 class KeyGate:
     """ASGI middleware in front of the SDK's streamable HTTP app: authenticate every
-    request before the SDK reads it, and record the user it may act as."""
+    request before the SDK reads it, record the user it may act as, and name the owner
+    its session must have (:func:`session_owner`)."""
 
     def __init__(self, app: ASGIApp, keyring: KeyRing, default_user: str | None) -> None:
         self.app = app
@@ -94,4 +119,5 @@ class KeyGate:
             await error_response(422, "invalid_input", message, field=USER_HEADER, headers=reply)(scope, receive, send)
             return
         scope.setdefault("state", {})[STATE_KEY] = user
+        scope["user"] = session_owner(headers.get("authorization"), user)
         await self.app(scope, receive, send)

@@ -64,8 +64,19 @@ def get_context(
     memory: Memory, user: str, session_id: str, *, query: str | None = None, model: str | None = None,
     budget: int | None = None, system_prompt: str | None = None,
 ) -> dict[str, Any]:
-    """The assembled prompt of a session within the token budget, with its report."""
-    ctx = memory.context(user, session_id, query, model=model, budget=budget, system_prompt=system_prompt)
+    """The assembled prompt of a session within the token budget, with its report.
+
+    ``query`` is the user's current message: the prompt's current turn (assembled as if
+    appended, not stored) and what recall searches with. A query the session already
+    ends with is that turn and is not repeated. Without it, the session's last user
+    message is both."""
+    pending = None
+    if query is not None:
+        last = memory.history(user, session_id, last_n=1)
+        if not (last and last[-1].role == "user" and last[-1].content == query):
+            pending = [{"role": "user", "content": query}]
+    ctx = memory.context(user, session_id, query, model=model, budget=budget, system_prompt=system_prompt,
+                         pending=pending)
     return {"messages": ctx.messages, "tokens": ctx.tokens, "report": ctx.report.to_dict()}
 
 

@@ -128,7 +128,9 @@ def build_server(memory: Memory, *, user: str | None = None) -> MCPServer:
     @tool(reads)
     def get_context(
         session_id: Sessions,
-        query: Annotated[str | None, Field(description="default: the session's last user message")] = None,
+        query: Annotated[str | None, Field(
+            description="the user's current message: the prompt's current turn (not stored) and what recall "
+                        "searches with; default: the session's last user message", min_length=1)] = None,
         model: Annotated[str | None, Field(description="model whose window and tokenizer count")] = None,
         budget: Annotated[int | None, Field(ge=1, description="token budget (default: window - reply reserve)")] = None,
         system_prompt: Annotated[str | None, Field(description="default: the session's stored prompt")] = None,
@@ -195,9 +197,15 @@ def _resources(server: MCPServer, memory: Memory) -> None:
 
 def http_app(
     server: MCPServer, keyring: KeyRing, *, user: str | None = None, host: str = "127.0.0.1", path: str = "/mcp",
+    max_body_bytes: int | None = None, body_timeout_s: float | None = None,
 ) -> ASGIApp:
-    """The streamable HTTP app of ``server`` behind the API-key gate (see :mod:`hmem.mcp._gate`)."""
+    """The streamable HTTP app of ``server`` behind the API-key gate (see :mod:`hmem.mcp._gate`),
+    then the REST API's request limits (:class:`hmem.server.limits.RequestLimits`, whose defaults
+    apply where an argument is None), so what they refuse has hmem's error shape."""
     from hmem.mcp._gate import KeyGate  # FastAPI and the REST key rules load only for HTTP
+    from hmem.server.limits import DEFAULT_BODY_TIMEOUT_S, DEFAULT_MAX_BODY_BYTES, RequestLimits
 
-    app = server.streamable_http_app(streamable_http_path=path, host=host)
-    return KeyGate(app, keyring, user)
+    max_body = DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else max_body_bytes
+    app = server.streamable_http_app(streamable_http_path=path, host=host, max_request_body_size=max_body)
+    limited = RequestLimits(app, max_body, DEFAULT_BODY_TIMEOUT_S if body_timeout_s is None else body_timeout_s)
+    return KeyGate(limited, keyring, user)

@@ -240,7 +240,9 @@ _HYPOTHETICAL = re.compile(
     r"thinking about|considering|consider|want to|wants to|wanna|hoping|hope to|wish|dream|dreaming|going to|gonna|will|"
     r"next (?:year|month|week|spring|summer|fall|autumn|winter)|soon|eventually|looking (?:for|to|into)|expecting|"
     r"about to|in the future|once I|when I retire|on the way|due in|I (?:think|guess|suspect|wonder)|try(?:ing)? to|applied for|"
-    r"applying for|interview(?:ing|ed)? (?:at|for|with))\b|尽量|尽可能|面试|"
+    r"applying for|interview(?:ing|ed)? (?:at|for|with)|(?:was|were) (?:supposed|meant) to|had (?:planned|hoped) to|"
+    r"(?:almost|nearly) (?:moved|relocated|took|joined|quit|switched|accepted|signed|started|went))\b|"
+    r"尽量|尽可能|面试|差(?:一)?点|险些|(?:本来|原本|原来)(?:是)?(?:要|想|打算|准备)|"
     r"如果|假如|要是|假设|假若|倘若|万一|的话|想象|也许|或许|可能|打算|计划|准备|将来|以后|未来|希望|梦想|(?<![联理思感猜回构])想(?!念|起|法)|"
     r"考虑|等.{0,8}就|明年|下个?月|下周|下半年|退休后|即将|快要|马上就?要|要(?:去|搬|换|成为|当|开始)|会(?:搬|去|成为|换)",
     re.IGNORECASE)
@@ -258,7 +260,7 @@ _TEMPORARY = re.compile(
     r"work trip|business trip)|visiting|staying (?:at|with)|(?:cat|dog|house|pet|baby)[- ]?sitting|passing through|"
     r"right now|at the moment|temporarily|for now|(?:till|until|through) (?:monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|the weekend|next week|the end of))\b|"
-    r"出差|旅游|旅行|度假|这一?顿|这餐|玩几天|待几天|住几天|呆几天|这周|这几天|这个月|这段时间|暂时|临时|培训|开会|探亲|回老家|假期|"
+    r"出差|旅游|旅行|度假|这一?顿|这餐|玩几天|待几天|住几天|呆几天|这周|这几天|这个月|这段时间|暂时|临时|培训|开会|探亲|(?<!搬)回老家|假期|"
     r"[几两三]天|[一两三几半]个月|[一两几]周|一星期|几个星期|周末|今天|今晚|[几两三一]晚|酒店|宾馆|民宿|照顾几天|帮.{0,6}照顾",
     re.IGNORECASE)
 _OTHER = re.compile(

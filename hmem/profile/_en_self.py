@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 
 from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed, negated
+from hmem.profile._en_work import first_days_at
 from hmem.profile._lex_en import DEMONYMS, FIELDS, JOBS, LANGUAGES, TIMEZONES
 from hmem.profile._lex_zh import ZH_LANGUAGES
 from hmem.profile._values import Found, en_date, en_int, en_name, en_place, fact
@@ -99,6 +100,11 @@ def _name(cs: Sequence[Clause], i: int) -> list[Found]:
     m = re.match(r"^this is (?P<v>[A-Z][a-z]+(?: [A-Z][a-z]+)?)$", c.bare)
     if m and c.first:
         out.append(fact("name", m.group("v"), 0.7, c.text))
+    # "Officially Dr Priya Nair!", "I'm officially Mrs Anna Kowalski now": a new title or name, announced
+    m = re.match(r"^(?i:(?:(?:I )?am |it is )?(?:now )?officially )(?:(?:Dr|Mrs|Mr|Ms|Mx|Miss|Prof)\.? )?"
+                 r"(?P<v>[A-Z][\w'-]+(?: [A-Z][\w'-]+){1,2})(?: now)?$", c.bare)
+    if m and c.subject == "self" and (name := en_name(m.group("v"))) and " " in name:
+        out.append(fact("name", name, 0.8, c.text))
     return out
 
 
@@ -208,6 +214,14 @@ _LIVE = re.compile(
     r"am settled|settled|live and work|work and live)\s+(?:in|out of)\s+(?P<v>.+)$", re.IGNORECASE)
 _MOVED = re.compile(r"\b(?:moved|relocated|emigrated|immigrated|have moved|have relocated)\s+(?:back\s+)?"
                     r"(?:here\s+)?(?:from\s+(?P<old>.+?)\s+)?to\s+(?P<v>.+)$", re.IGNORECASE)
+#: A move said without "moved to": "moved into a flat in Hackney", "made the move to Denver", "ended up
+#: moving to Cork", "got the keys to our new place in Bath", "now call Melbourne home".
+_MOVED_OTHERWISE = re.compile(
+    r"\b(?:(?:have |just |finally )*moved into (?:a |an |our |my |the )?(?:new |own |little |small |tiny )?"
+    r"(?:(?:one|two|three|four|[1-4])[- ]bed(?:room)?|studio|house|home|flat|apartment|place|condo)"
+    r"(?: flat| apartment)? in|(?:made|have made) the (?:big )?move (?:over )?to|ended up (?:moving|relocating|settling) "
+    r"(?:back )?(?:to|in)|got the keys to (?:our|my) (?:new |first )?(?:house|home|flat|apartment|place|condo) in)\s+"
+    r"(?P<v>.+)$|\b(?:now )?call (?P<home>.+?) home(?: now)?$", re.IGNORECASE)
 _STAY_LONG = re.compile(r"^(?:have been|have lived|am) in (?P<v>.+?) (?:for|since) (?:ages|years|decades|a while|"
                         r"a long time|most of my life|\w+ years|\d{4})\b", re.IGNORECASE)
 
@@ -239,6 +253,10 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
     m = _MOVED.search(p)
     if m and not negated(p[: m.start("v")]) and (place := en_place(m.group("v"))):
         found.append((0.9, place))
+    m = _MOVED_OTHERWISE.search(p)
+    where = m.group("v") or m.group("home") if m else None
+    if m and where and not negated(p[: m.start()]) and (place := en_place(where)):
+        found.append((0.85, place))
     if c.subject != "we":
         m = _STAY_LONG.match(p)
         if m and (place := en_place(m.group("v"))):
@@ -256,6 +274,36 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         if m and not negated(p[: m.start("v")]) and (place := en_place(m.group("v"))) and place.lower() not in FIELDS:
             found.append((0.7, place))
     return [fact("location", place, conf, c.text) for conf, place in found[:1]]
+
+
+#: "Hello from Lisbon!", "Writing from Vancouver!": where the user is as they write.
+_GREETING_FROM = re.compile(r"^(?:hello|hi|hey|greetings|writing|love|hola|ciao) from (?P<v>.+?)(?: (?:everyone|all|again))?$",
+                            re.IGNORECASE)
+#: … and what makes that place home rather than a trip: a job or a home started there.
+_SETTLED_IN = re.compile(
+    r"(?i:\bfirst (?:full )?(?:days?|weeks?|months?) (?:at|in|of) (?:the |my )?new (?:job|office|role|place|flat|home)\b)|"
+    r"(?i:\b(?:took|accepted|started) the )(?:[A-Z][\w&.'-]* )?(?i:job|role|position)\b|"
+    r"(?i:\b(?:started|start) (?:my|the) new (?:job|role)\b|\bnew (?:job|flat|apartment|home|house|place) (?:is|has)\b|"
+    r"\b(?:moved|settled) in\b|\bmoved (?:here|over)\b)")
+_TRIP = re.compile(r"\b(?:trip|holiday|vacation|conference|festival|visit(?:ing)?|honeymoon|tour|hotel|hostel|"
+                   r"weekend|layover|stopover)\b", re.IGNORECASE)
+
+
+def _greeting_home(cs: Sequence[Clause], i: int) -> list[Found]:
+    """"Hello from Lisbon! First week at Ondina done.": a greeting from a place names where the
+    user lives when the same message says they started a job or a home there; a greeting
+    alone may come from a trip, so it says nothing."""
+    c = cs[i]
+    m = _GREETING_FROM.match(c.bare)
+    if not m or not allowed(c, STAY):
+        return []
+    message = " ".join(x.text for x in cs)
+    if _TRIP.search(message):
+        return []
+    settled = any(x is not c and ((x.subject in ("self", "we", "with") and allowed(x, STAY) and _SETTLED_IN.search(x.text))
+                                  or first_days_at(x, message)) for x in cs)
+    place = en_place(m.group("v")) if settled else None
+    return [fact("location", place, 0.8, c.text)] if place else []
 
 
 def _timezone(cs: Sequence[Clause], i: int) -> list[Found]:
@@ -298,6 +346,6 @@ def _languages(cs: Sequence[Clause], i: int) -> list[Found]:
 def identity(cs: Sequence[Clause], i: int) -> list[Found]:
     """Every identity fact of clause ``i`` of ``cs``."""
     out: list[Found] = []
-    for rule in (_name, _age, _birthday, _nationality, _hometown, _location, _timezone, _languages):
+    for rule in (_name, _age, _birthday, _nationality, _hometown, _location, _greeting_home, _timezone, _languages):
         out.extend(rule(cs, i))
     return out

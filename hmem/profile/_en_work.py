@@ -1,4 +1,5 @@
-"""English rules for what the user does: occupation, employer, school, major. Pure.
+"""English rules for what the user does: occupation, employer, school, major, and job
+changes ("switched jobs to …", "got hired at …", "First week at Ondina done"). Pure.
 
 An occupation is a noun phrase headed by a job word (:data:`~hmem.profile._lex_en.JOBS`:
 "backend engineer", "pastry chef"), a field of work ("I'm in HR"), or a verb that names
@@ -22,7 +23,7 @@ from hmem.profile._clauses import CJK, CURRENT, STAY, TIMELESS, Clause, allowed,
 from hmem.profile._lex_en import FIELDS, JOBS, PLACES, SCHOOL_WORDS, STUDY_YEARS
 from hmem.profile._values import Found, en_place, fact
 
-__all__ = ["JOB_NP", "JOB_PHRASE", "ORG", "work"]
+__all__ = ["JOB_NP", "JOB_PHRASE", "ORG", "first_days_at", "work"]
 
 
 def _alt(words: object) -> str:
@@ -245,6 +246,99 @@ def _study(cs: Sequence[Clause], i: int) -> list[Found]:
     return out
 
 
+#: Workplaces that tell the line of work when no title is said: "switched jobs to a bakery" → bakery worker.
+_WORKPLACE = (r"(?P<place>bakery|caf[eé]|coffee shop|restaurant|bar|pub|hotel|hospital|clinic|pharmacy|school|nursery|"
+              r"library|bank|supermarket|bookshop|bookstore|shop|store|warehouse|factory|farm|gym|salon|garage|kitchen|"
+              r"brewery|winery|museum|zoo|call cent(?:re|er)|care home|daycare)")
+_CHANGED = (r"(?:switched|changed|swapped|moved) (?:jobs?|companies|employers|workplaces?|careers?|fields|industries) "
+            r"(?:(?:over )?to|into)")
+_WHEN = r"(?=$|[,.!]|\s+(?:last|this|in|on|a|two|three|recently|and|so|but|now|since|after|because|as of)\b)"
+
+
+#: A job started at a named organisation: "First week at Ondina done", "my first day at Google, the team is
+#: lovely". A first *day* somewhere may be a visit ("First day at Coachella!"), so it needs a word of work
+#: in the message; a first week or month there is a job.
+_FIRST_AT = re.compile(rf"^(?i:(?:my )?first (?:full )?(?P<span>day|week|month) (?:at|with)) {ORG}(?P<rest>.*)$")
+_WORK_WORDS = re.compile(r"\b(?:job|work|team|colleagues?|co-?workers?|manager|boss|office|onboarding|role|desk|"
+                         r"stand-?up|shift|contract|payroll)\b", re.IGNORECASE)
+
+
+def first_days_at(c: Clause, message: str) -> str | None:
+    """The organisation clause ``c`` says the user has just started working at, if any
+    ("First week at Ondina done." → Ondina; "First day at Google tomorrow" → None)."""
+    m = _FIRST_AT.match(c.bare) if "first" in c.bare.lower() else None
+    if not m or c.subject not in ("self", "with", "my") or not allowed(c, CURRENT) \
+            or re.search(r"\b(?:tomorrow|next|coming|starts?|begins?)\b", m.group("rest"), re.IGNORECASE):
+        return None
+    if m.group("span").lower() == "day" and not _WORK_WORDS.search(message):
+        return None
+    return _org(m.group("org"))
+
+
+#: The words every job-change form below holds (a cheap test before the long patterns).
+_CHANGE_WORDS = re.compile(r"\b(?:switched|changed|swapped|moved|retrained|requalified|became|become|new|hired|took|"
+                           r"taken|accepted|now|currently)\b", re.IGNORECASE)
+
+
+def _new_job(c: Clause, rest: str, conf: float) -> list[Found]:
+    """What a job change names: an employer ("… to Spotify"), a job ("… to a teaching assistant role", "… into
+    marketing"), or a workplace without a name (then the old employer is over and the place
+    says the line of work: "… to a bakery" → bakery worker)."""
+    job = re.match(rf"^(?:a |an |being (?:a |an )?)?{JOB_NP}(?:\s+(?:role|job|position|career))?{_WHEN}", rest, re.IGNORECASE)
+    if job:
+        return [fact("occupation", _clean_job(job.group("job")), conf, c.text)]
+    field = re.match(rf"^(?P<f>{_FIELDS}){_WHEN}", rest, re.IGNORECASE)
+    if field:
+        return [fact("occupation", field.group("f"), conf, c.text)]
+    place = re.match(rf"^(?:a|an|the)\s+(?:(?:small|little|local|family|new|busy|big|tiny|independent|nearby|"
+                     rf"[a-z]+-run)\s+)*(?:[a-z]+\s+)?{_WORKPLACE}{_WHEN}", rest, re.IGNORECASE)
+    if place:
+        return [fact("occupation", f"{place.group('place').lower()} worker", conf - 0.1, c.text),
+                Found("employer", None, conf - 0.1, "delete", c.text)]
+    org = _org(rest) if re.match(r"[A-Z]", rest) else None
+    return [fact("employer", org, conf, c.text)] if org else []
+
+
+def _job_change(cs: Sequence[Clause], i: int) -> list[Found]:
+    """A new job said as a change: "switched jobs to …", "got hired at Stripe", "Stripe hired me
+    as …", "became a teacher", "retrained as an electrician", "took a job at the BBC",
+    "First week at Ondina done", "moved on from Deloitte to EY"."""
+    c, p = cs[i], cs[i].pred
+    org = first_days_at(c, " ".join(x.text for x in cs))
+    if org:
+        return [fact("employer", org, 0.7, c.text)]
+    if c.subject not in ("self", "with") or not allowed(c, CURRENT) or not _CHANGE_WORDS.search(p):
+        return []
+    flags = re.IGNORECASE
+    m = re.search(rf"\b{_CHANGED} (?P<rest>.+)$", p, flags) or \
+        re.search(r"\bmoved on from .+? to (?P<rest>.+)$", p, flags)
+    if m and not negated(p[: m.start()]):
+        return _new_job(c, m.group("rest"), 0.8)
+    m = re.search(rf"\b(?:switched|moved|changed) (?:over )?(?:to|into) (?:a |an )?{JOB_NP} (?:role|job|position)\b", p, flags) \
+        or re.search(rf"\b(?:retrained|requalified) as (?:a |an )?{JOB_NP}", p, flags) \
+        or re.search(rf"\b(?:became|have become|have now become) (?:a |an )?{JOB_NP}{_WHEN}", p, flags) \
+        or re.search(rf"\bnew (?:job|role|position) as (?:a |an |the )?{JOB_NP}", p, flags)
+    if m and not negated(p[: m.start()]):
+        return [fact("occupation", _clean_job(m.group("job")), 0.75, c.text)]
+    m = re.search(rf"\b(?:got|was|been|have been|just got|recently got) hired (?:at|by) {ORG}"
+                  rf"(?:\s+as (?:a |an |the )?{JOB_NP})?", p) or \
+        re.search(rf"^{ORG} (?:has )?(?:just |finally |officially )?hired me(?: as (?:a |an |the )?{JOB_NP})?", p) or \
+        re.search(rf"\b(?:took|have taken|accepted) (?i:a|the) (?i:new )?(?i:job|role|position) (?i:at|with) {ORG}"
+                  rf"(?:\s+as (?:a |an |the )?{JOB_NP})?", p) or \
+        re.search(rf"\b(?:took|accepted) the {ORG} (?i:job|role|offer)\b", p)
+    if m and not negated(p[: m.start()]) and (org := _org(m.group("org"))):
+        out = [fact("employer", org, 0.8, c.text)]
+        if m.groupdict().get("job"):
+            out.append(fact("occupation", _clean_job(m.group("job")), 0.8, c.text))
+        return out
+    # "I switched jobs, I'm now at Spotify": "at X" names the new employer after a job change
+    m = re.match(rf"^(?:(?:am|are) )?(?:now|currently) at {ORG}$", p)
+    if m and re.search(rf"\b(?:{_CHANGED}|switched jobs|changed jobs|new job|left|quit)\b", c.sentence, flags) \
+            and (org := _org(m.group("org"))):
+        return [fact("employer", org, 0.75, c.text)]
+    return []
+
+
 def work(cs: Sequence[Clause], i: int) -> list[Found]:
     """Every occupation / employer / school / major fact of clause ``i`` of ``cs``."""
-    return _occupation(cs, i) + _intro_job(cs, i) + _study(cs, i)
+    return _occupation(cs, i) + _intro_job(cs, i) + _study(cs, i) + _job_change(cs, i)

@@ -9,7 +9,8 @@
    Every rule checks the guards it cares about and negation before its trigger.
 3. :func:`find_profile_facts` folds the facts of one message: one value per scalar key
    (the most confident; a later one wins a tie), list items merged under the key's merge
-   rule (a named entity replaces an unnamed one of its kind).
+   rule (a named entity replaces an unnamed one of its kind), and a new value of a key
+   wins over the end of its old one ("switched jobs to a bakery… now at Gail's").
 
 What the rules produce follows ``data/profile_eval/SCHEMA.md`` (canonical keys, ISO
 birthdays, ``"kind: Name"`` entities, ``no:X`` diets); ``docs/profile.md`` lists the
@@ -65,7 +66,8 @@ def _fold(found: list[Found]) -> list[Found]:
         elif f.confidence >= kept.confidence and not (f.key == "partner" and ":" in str(kept.value)
                                                        and ":" not in str(f.value)):
             best[slot] = f
-    out = [best[slot] for slot in order]
+    # "I switched jobs to a bakery. I now work at Gail's": the new value, not the end of the old one
+    out = [best[slot] for slot in order if not (slot[1] == "delete" and (slot[0], "set") in best)]
     refined = {f.key for f in found if f.refine}
     for n, f in enumerate(out):
         if f.key in refined and isinstance(f.value, tuple):

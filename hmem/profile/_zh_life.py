@@ -37,7 +37,8 @@ _EN_KINDS = rf"(?i:{_alt(PARTNER_WORDS | CHILD_WORDS | ANIMALS | _EN_FAMILY)})\b
 _KINDS = rf"(?:{_alt(ZH_PARTNER_WORDS + ZH_CHILD_WORDS + ZH_FAMILY_WORDS + ZH_ANIMALS)}|{_EN_KINDS})"
 _COUNT = r"(?:一|两|二|三|四|几|\d+)?\s*(?:只|条|个|头|匹|位|对)?"
 #: "我女儿叫朵朵", "我老公 Mark 是英国人" (a Latin name right after the kind needs no 叫).
-_NAMED = r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s+(?=[A-Z][a-z])|\s*是\s*(?=[A-Z][a-z]+(?:$|[,，;\s])))(?P<name>[A-Za-z][A-Za-z'-]*|[" + CJK + r"·]{1,4}?)(?=$|,|，|\s|[了啊呀吧哦的是，])"
+_NAMED = (r"(?:\s*(?:,|，)?\s*(?:叫做|叫|名叫|名字叫|名字是)\s*|\s*(?=[A-Z][a-z])|\s*是\s*(?=[A-Z][a-z]+(?:$|[,，;\s])))"
+          r"(?P<name>[A-Za-z][A-Za-z'-]*(?![A-Za-z'-])|[" + CJK + r"·]{1,4}?(?=$|,|，|\s|[了啊呀吧哦的是，]))")
 _ADJ = r"(?:双胞胎|亲|大|小|二|老|一个|(?i:(?:younger|older|elder|little|big|baby|twin)\s+))?"
 
 

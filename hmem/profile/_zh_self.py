@@ -170,12 +170,19 @@ def _location(cs: Sequence[Clause], i: int) -> list[Found]:
         return []  # "我大学在武汉读的": 是…的 tells a past event; "在上海工作的人…" describes people
     found: list[tuple[float, str]] = []
     for pattern, confidence, checked in (
-        (rf"^(?:住在|住|生活在|定居在|定居于|定居|落户在?|安家在?|常驻|驻)\s*{_PLACE}{_PLACE_END}", 0.9, False),
-        (rf"(?:搬到|搬去|搬来|搬家到|移居到?|留在)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.85, False),
+        (rf"^(?:住在|住|生活在|定居在|定居于|定居|落户在?|安家在?|安顿在|落脚(?:在|于)?|扎根(?:在|于)?|常驻|驻)\s*{_PLACE}{_PLACE_END}",
+         0.9, False),
+        (rf"(?:搬到|搬去|搬来|搬家到|移居到?|留在|(?i:move[sd]?|moving|relocated?)\s*(?:到|去|to))(?:了)?\s*{_PLACE}{_PLACE_END}",
+         0.85, False),
+        # "去年从北京搬回了长沙", "搬回老家衡阳了": back home is where the user lives now
+        (rf"搬回(?:了)?\s*(?:老家|家乡)?\s*{_PLACE}{_PLACE_END}", 0.85, True),
+        # "我们搬进了浦东的新家", "调到上海分公司了": a new home, or a transfer to an office in a city
+        (rf"搬进(?:了)?\s*{_PLACE}\s*的?\s*(?:新家|新居|新房子?|新公寓|房子|公寓)", 0.85, True),
+        (rf"(?:调到|调去|派驻到?|外派到?)(?:了)?\s*{_PLACE}\s*(?=分公司|总部|分部|办公室|团队|工作|上班|了|啦|,|，|;|$)", 0.8, True),
         (rf"(?:移民到|移民去)(?:了)?\s*{_PLACE}{_PLACE_END}", 0.8, False),
         (rf"^(?:base|坐标|现居|人在)\s*(?:在\s*)?{_PLACE}{_PLACE_END}", 0.85, False),
         (rf"^在\s*{_PLACE}\s*(?:工作|上班|生活|打工|创业|定居|安家|读书|上学)?(?:了|呢)?$", 0.8, True),
-        (rf"^在\s*{_PLACE}\s*(?:定居|生活|安家|住)(?!过)", 0.85, True),
+        (rf"^在\s*{_PLACE}\s*(?:定居|生活|安家|安顿|落脚|扎根|住)(?!过)", 0.85, True),
         (rf"^(?i:live|living)\s*(?:在|in)\s*{_PLACE}{_PLACE_END}", 0.85, False),
         # "房子我已经在南山区租好了", "在嘉定买了一套房": a home rented or bought there
         (rf"(?:^|房子?\s*我?\s*(?:已经|刚刚?|也)?\s*)在\s*{_PLACE}\s*(?:租|买)(?:好|下|到)?了?\s*(?:一?[套间]\s*)?(?:房子?|公寓|[一两三]居室|$)",

@@ -1,4 +1,5 @@
-"""Chinese rules for what the user does: occupation, employer, school, major. Pure.
+"""Chinese rules for what the user does: occupation, employer, school, major, and job
+changes (跳槽到…, 入职…, 当上了…). Pure.
 
 "在X做/当/上班…": X is a place (→ ``location``), a named organisation (→ ``employer``)
 or a generic one ("一家外企", "一所小学": nothing). English job phrases inside Chinese
@@ -108,7 +109,8 @@ def _occupation(c: Clause, p: str) -> list[Found]:
         out.append(fact("occupation", _job(m.group("job")), 0.75, c.text))  # "是三甲医院的主治医生"
         if named := _named_org(m.group("org")):
             out.append(fact("employer", named, 0.75, c.text))
-    m = re.search(rf"(?:转成|转行(?:做|当|成)|转岗(?:到|成|做)|改行(?:做|当)|升(?:职)?(?:成|为))了?\s*{_QUANT}\s*{_JOB}{_JOB_END}", p)
+    m = re.search(rf"(?:转成|转行(?:做|当|成)|转岗(?:到|成|做)|改行(?:做|当)|升(?:职)?(?:成|为)|当上|成为)了?\s*{_QUANT}\s*{_JOB}"
+                  rf"{_JOB_END}", p)
     if m and not out and not negated(p[: m.start()]):  # "去年转成了产品经理": the job now
         out.append(fact("occupation", _job(m.group("job")), 0.8, c.text))
     m = re.search(r"从事\s*(?P<job>[^,，;的]{2,8}?)\s*(?:工作|行业|相关工作|方面的工作)?$", p)
@@ -163,6 +165,36 @@ def _employer(c: Clause, p: str) -> list[Found]:
         return []
     if named and (bare is None or _ORG_SUFFIX.search(named) or re.match(r"[A-Z]", named)):
         return [fact("employer", named, 0.8, c.text)]
+    return []
+
+
+#: A new job said as a change: "跳槽到腾讯了", "上周入职了美团", "在网易入职了", "去了小米上班", "加入了华为",
+#: "join 了 Shopee".
+_NEW_JOB = re.compile(
+    r"(?P<v>跳槽(?:到|去)|入职|加入|(?i:join(?:ed)?))\s*了?\s*(?P<org>[^,，;]{1,20}?)\s*(?:上班|工作|报到)?\s*(?:了|啦)?$|"
+    r"^(?P<went>去|到)了\s*(?P<dest>[^,，;]{1,20}?)\s*(?:上班|工作|报到)(?:了|啦)?$|"
+    r"在\s*(?P<at>[^,，;]{2,20}?)\s*入职(?:了|啦)?$")
+#: "入职快三周了", "五月六号入职": how long ago or when, not where.
+_HOW_LONG = re.compile(r"^(?:快|已经|刚|满|才|将近|差不多|大概|了)|[\d一二两三四五六七八九十半几]\s*(?:个)?(?:天|周|星期|礼拜|月|年|号|日)")
+#: "加入了合唱团" is no job: joining is one only with a word of work or a company's name.
+_WORK_CONTEXT = re.compile(r"工作|上班|公司|入职|跳槽|offer|同事|岗位|职位|团队|(?i:\bjob\b|\bwork\b)")
+
+
+def _job_change(c: Clause, p: str) -> list[Found]:
+    """The employer of a job change; a change to a workplace without a name ("跳槽到一家面包店")
+    only ends the old employer."""
+    m = _NEW_JOB.search(p)
+    if not m or negated(p[: m.start()]):
+        return []
+    org = (m.group("org") or m.group("dest") or m.group("at") or "").strip()
+    verb = m.group("v") or ""
+    if verb == "加入" and not (_WORK_CONTEXT.search(c.sentence) or _ORG_SUFFIX.search(org) or re.match(r"[A-Z]", org)):
+        return []
+    named = None if _HOW_LONG.search(org) else _named_org(org)
+    if named:
+        return [fact("employer", named, 0.8, c.text)]
+    if verb.startswith(("跳槽", "入职")) and re.match(r"(?:一|这|那)[家个所间]", org):
+        return [Found("employer", None, 0.7, "delete", c.text)]
     return []
 
 
@@ -262,4 +294,4 @@ def zh_work(cs: Sequence[Clause], i: int) -> list[Found]:
     p = zh_pred(c)
     if c.subject not in ("self", "with") or not p:
         return []
-    return _occupation(c, p) + _employer(c, p) + _study(cs, i, p)
+    return _occupation(c, p) + _employer(c, p) + _study(cs, i, p) + _job_change(c, p)

@@ -3,7 +3,7 @@
 * :class:`OfflineProfileExtractor` — deterministic English/Chinese rules
   (:mod:`hmem.profile._rules`), no model, no network.
 * :class:`LLMProfileExtractor` — any :class:`hmem.protocols.LLM`; JSON output
-  validated against the update schema, retried once when invalid, usage recorded.
+  validated against the update schema (one call per user turn), usage recorded.
 * :func:`apply_updates` — writes a list of :class:`ProfileUpdate` to a
   :class:`~hmem.protocols.ProfileStore` with the message's provenance, under the merge
   rules of :mod:`hmem.profile.schema` (:func:`hmem.profile.merge.merge_items`).
@@ -233,14 +233,16 @@ def apply_updates(
 class LLMProfileExtractor:
     """Profile extraction by an LLM in JSON mode.
 
-    The current profile is shown to the model so list values come back complete.
-    An invalid reply (not JSON, wrong shape, bad key, a value the key's type refuses)
-    is sent back with the validation error for one more try (``max_attempts=2``).
+    The current profile is shown to the model so list values come back complete: one
+    call per user turn. An invalid reply (not JSON, wrong shape, bad key, a value the
+    key's type refuses) is not asked again by default, as the LLM provider retries
+    only transient failures; ``max_attempts=2`` sends it back with the validation
+    error for one more try (one more call, for a model that often slips).
     Valid updates then meet the offline rules' guards on their evidence
     (:func:`hmem.profile._llm_reply.guard_updates`): one about someone else, or from a
     question, plan, past or temporary state, is refused.
 
-    When the LLM fails (invalid twice, :class:`~hmem.errors.LLMError`: server down,
+    When the LLM fails (no valid reply, :class:`~hmem.errors.LLMError`: server down,
     timeout, HTTP error) and a ``fallback`` is given, :meth:`run` uses it for the turn,
     logs a warning and reports ``method="rules-fallback"`` with the reason; without a
     fallback it raises :class:`~hmem.errors.LLMError`. ``usage_total`` sums the tokens
@@ -256,7 +258,7 @@ class LLMProfileExtractor:
         [('location', 'Paris')]
     """
 
-    def __init__(self, llm: LLM, *, model: str | None = None, max_attempts: int = 2, max_tokens: int = 512,
+    def __init__(self, llm: LLM, *, model: str | None = None, max_attempts: int = 1, max_tokens: int = 512,
                  fallback: ProfileExtractor | None = None) -> None:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise InvalidInput(f"max_attempts must be an int >= 1, got {max_attempts!r}", field="max_attempts")
@@ -277,7 +279,7 @@ class LLMProfileExtractor:
 
     @property
     def invalid_replies(self) -> int:
-        """How many replies failed validation (each one cost a retry)."""
+        """How many replies failed validation (with ``max_attempts`` > 1, each but the last cost a retry)."""
         with self._lock:
             return self._invalid
 

@@ -36,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from hmem._secrets import mask_url, redact
 from hmem.errors import ConfigError, InvalidInput, ProviderError
+from hmem.providers._endpoint import client_options, endpoint_secrets, mask_client_logs
 from hmem.providers.cache import (  # re-exported: they were defined here first
     EmbeddingCache,
     LruEmbeddingCache,
@@ -198,6 +200,9 @@ class OpenAICompatibleEmbedder:
     Vectors are re-normalised to unit length (not every server does it). ``usage``
     accumulates the token usage the server reports. Symmetric: ``embed_query`` is
     ``embed`` (an endpoint serving an asymmetric model needs a wrapper adding its prefixes).
+    A query in ``base_url`` (``?api_key=…``) goes with every request; an empty
+    ``api_key`` is sent as a placeholder (local servers ignore it). Errors name the
+    endpoint without its secrets.
     """
 
     symmetric = True
@@ -231,8 +236,10 @@ class OpenAICompatibleEmbedder:
                 import openai
             except ImportError:
                 raise ConfigError("OpenAICompatibleEmbedder needs `pip install hmem[llm]`") from None
+            mask_client_logs()
             self._client = openai.OpenAI(
-                base_url=self._base_url, api_key=self._api_key, timeout=self._timeout_s, max_retries=self._max_retries
+                **client_options(self._base_url), api_key=self._api_key or "not-needed", timeout=self._timeout_s,
+                max_retries=self._max_retries,
             )
         return self._client
 
@@ -245,7 +252,10 @@ class OpenAICompatibleEmbedder:
             try:
                 resp = client.embeddings.create(model=self._model, input=batch)
             except Exception as exc:
-                raise ProviderError(f"embeddings request to {self._base_url} failed: {exc}") from exc
+                # The endpoint's answer may echo the key or the URL: neither the message nor
+                # a chained traceback may carry them.
+                reason = redact(f"{type(exc).__name__}: {exc}", endpoint_secrets(self._base_url, self._api_key))
+                raise ProviderError(f"embeddings request to {mask_url(self._base_url)} failed: {reason}") from None
             rows = sorted(resp.data, key=lambda d: d.index)
             if len(rows) != len(batch):
                 raise ProviderError(f"embeddings endpoint returned {len(rows)} vectors for {len(batch)} texts")

@@ -2,9 +2,10 @@
 
 The ``openai`` package is imported on first use, never at import of hmem. The
 client's own retries are switched off: this class makes up to ``max_attempts``
-attempts with exponential backoff on transient failures (timeouts, connection
-errors, HTTP 429/5xx, empty or unparseable answers) and raises
-:class:`hmem.errors.LLMError` at once on errors a retry cannot fix (401, 403, 404, 400).
+attempts with exponential backoff on transient failures only (timeouts, connection
+errors, HTTP 429 and 5xx) and raises :class:`hmem.errors.LLMError` at once on the
+rest: any other 4xx, and an answer that is empty, malformed or, in JSON mode, not
+JSON (the same request would get the same kind of answer, and every attempt is billed).
 Token usage of every call is recorded (``calls``) and summed (``usage_total``).
 
 Example::
@@ -30,15 +31,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hmem._secrets import mask_url, redact
 from hmem.errors import ConfigError, LLMError
 from hmem.protocols import LLMReply
+from hmem.providers._endpoint import client_options, endpoint_secrets, mask_client_logs
 from hmem.types import Message, Usage
 
 __all__ = ["LLMCall", "OpenAICompatibleLLM"]
 
 log = logging.getLogger(__name__)
 
-_RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+#: With 5xx, the only statuses another attempt may fix (Too Many Requests); any other 4xx is final.
+_RETRYABLE_STATUS = frozenset({429})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,21 +57,31 @@ class LLMCall:
     error: str | None = None
 
 
-class _Retryable(Exception):
-    """An attempt failed in a way another attempt may fix (``usage``: what it still billed)."""
+class _AttemptFailed(Exception):
+    """An attempt failed (``usage``: what it still billed)."""
 
     def __init__(self, message: str, usage: Usage | None = None) -> None:
         super().__init__(message)
         self.usage = usage or Usage()
 
 
+class _Retryable(_AttemptFailed):
+    """An attempt failed in a way another attempt may fix."""
+
+
+class _Unusable(_AttemptFailed):
+    """An answer came back but cannot be used (empty, malformed, not JSON): not retried."""
+
+
 class OpenAICompatibleLLM:
     """An :class:`hmem.protocols.LLM` over any OpenAI-compatible endpoint.
 
     ``base_url`` None means the OpenAI default; ``api_key`` None is sent as a
-    placeholder (local servers such as Ollama or vLLM ignore it). ``client`` may be
-    a pre-built ``openai.OpenAI`` (for custom HTTP settings); otherwise one is built
-    on first use with ``timeout`` and the SDK's retries off.
+    placeholder (local servers such as Ollama or vLLM ignore it); a query in
+    ``base_url`` (``?api_key=…``) goes with every request. ``client`` may be a
+    pre-built ``openai.OpenAI`` (for custom HTTP settings); otherwise one is built on
+    first use with ``timeout`` and the SDK's retries off. Errors, warnings and the
+    ``repr`` name the endpoint without its secrets.
     """
 
     def __init__(
@@ -95,12 +109,14 @@ class OpenAICompatibleLLM:
         self.max_attempts = max_attempts
         self.backoff_s = float(backoff_s)
         self._api_key = api_key
+        self._secrets = endpoint_secrets(base_url, api_key)  # never in an error or a log line
         self._client = client
         self._lock = threading.Lock()
         self._calls: list[LLMCall] = []
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAICompatibleLLM(base_url={self.base_url!r}, model={self.model!r})"
+        shown = mask_url(self.base_url) if self.base_url else None  # nor a password in the URL
+        return f"OpenAICompatibleLLM(base_url={shown!r}, model={self.model!r})"
 
     # -- usage -------------------------------------------------------------------------
 
@@ -130,7 +146,7 @@ class OpenAICompatibleLLM:
         max_tokens: int | None = None,
         json_mode: bool = False,
     ) -> LLMReply:
-        """One chat completion; retried on transient failures, else :class:`LLMError`."""
+        """One chat completion; retried on transient failures only, else :class:`LLMError`."""
         use_model = model or self.model
         payload: dict[str, Any] = {
             "model": use_model,
@@ -158,12 +174,21 @@ class OpenAICompatibleLLM:
             except LLMError as exc:
                 self._record(LLMCall(use_model, usage, attempt, time.monotonic() - started, False, str(exc)))
                 raise
+            except _Unusable as exc:
+                usage = usage + exc.usage
+                self._record(LLMCall(use_model, usage, attempt, time.monotonic() - started, False, str(exc)))
+                raise LLMError(
+                    f"LLM {use_model!r} gave an answer hmem cannot use ({exc}); not retried, as the same request "
+                    "gets the same kind of answer. Use a model that answers in the OpenAI chat-completions format "
+                    "(and supports JSON mode, for extraction)."
+                ) from None
             usage = usage + reply.usage
             self._record(LLMCall(use_model, usage, attempt, time.monotonic() - started, True))
             return LLMReply(text=reply.text, model=reply.model, usage=reply.usage)
         self._record(LLMCall(use_model, usage, self.max_attempts, time.monotonic() - started, False, last_error))
+        where = mask_url(self.base_url) if self.base_url else "the OpenAI API"
         raise LLMError(
-            f"LLM {use_model!r} at {self.base_url or 'the OpenAI API'} failed after {self.max_attempts} "
+            f"LLM {use_model!r} at {where} failed after {self.max_attempts} "
             f"attempt(s): {last_error}. Check that the server is up and the model name is right; "
             "hmem falls back to offline summaries when no LLM is configured."
         )
@@ -184,43 +209,49 @@ class OpenAICompatibleLLM:
                         raise ConfigError(
                             "the OpenAI-compatible LLM needs the openai package: pip install 'hmem[llm]'"
                         ) from exc
+                    mask_client_logs()
                     self._client = openai.OpenAI(
-                        base_url=self.base_url,
+                        **client_options(self.base_url),
                         api_key=self._api_key or "not-needed",
                         timeout=self.timeout,
                         max_retries=0,  # we retry ourselves, with our own accounting
                     )
         return self._client
 
+    def _redact(self, text: object) -> str:
+        return redact(text, self._secrets)
+
     def _attempt(self, client: Any, payload: dict[str, Any], json_mode: bool) -> LLMReply:
         import openai
 
         try:
             response = client.chat.completions.create(**payload)
+        # The server's words (and the client's) may echo the key or the URL: redacted, and
+        # the LLMError chains no cause whose traceback would show them.
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+            raise _Retryable(self._redact(f"{type(exc).__name__}: {exc}")) from exc
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in _RETRYABLE_STATUS:
-                raise _Retryable(f"HTTP {exc.status_code}: {exc.message}") from exc
+                raise _Retryable(f"HTTP {exc.status_code}: {self._redact(exc.message)}") from exc
             raise LLMError(
-                f"LLM request rejected with HTTP {exc.status_code}: {exc.message}. "
+                f"LLM request rejected with HTTP {exc.status_code}: {self._redact(exc.message)}. "
                 "Check HMEM_LLM_API_KEY, HMEM_LLM_BASE_URL and the model name."
-            ) from exc
+            ) from None
         except (openai.APIResponseValidationError, ValueError) as exc:
             # A 200 with a body that is not the chat-completion JSON (broken proxy, truncated body).
-            raise _Retryable(f"malformed response: {exc}") from exc
+            raise _Unusable(f"malformed response: {self._redact(exc)}") from None
         usage = _usage_of(response)
         try:
             text = response.choices[0].message.content
         except (AttributeError, IndexError, TypeError) as exc:
-            raise _Retryable("malformed response: no choices[0].message", usage) from exc
+            raise _Unusable("malformed response: no choices[0].message", usage) from exc
         if not isinstance(text, str) or not text.strip():
-            raise _Retryable("empty answer", usage)
+            raise _Unusable("empty answer", usage)
         if json_mode:
             try:
                 json.loads(text)
             except ValueError:
-                raise _Retryable("json_mode answer is not valid JSON", usage) from None
+                raise _Unusable("json_mode answer is not valid JSON", usage) from None
         return LLMReply(text=text, model=str(getattr(response, "model", "") or payload["model"]), usage=usage)
 
 

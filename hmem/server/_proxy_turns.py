@@ -1,6 +1,6 @@
 """Pure helpers of the chat-completions proxy: which messages of a request are the new
-turn (and their stable ids), the budget header, and the assistant reply rebuilt from a
-stream of chunks.
+turn (and their stable ids), the budget header, and the assistant reply to store, from
+an answer or rebuilt from a stream of chunks (or why there is none hmem can store).
 
 Example::
 
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hmem.errors import InvalidInput
+from hmem.types import MAX_CONTENT_CHARS
 
-__all__ = ["StreamedReply", "budget_header", "new_turn", "reply_message", "system_prompt_of"]
+__all__ = ["NOTHING_TO_STORE", "StreamedReply", "budget_header", "new_turn", "reply_message", "system_prompt_of"]
 
 _SYSTEM_ROLES = ("system", "developer")
 _KEPT = ("role", "content", "name", "tool_calls", "tool_call_id", "id")
@@ -85,28 +86,61 @@ def budget_header(report: Mapping[str, Any]) -> str:
     return f"budget={report.get('budget')} total={report.get('total')} {tiers}".strip()
 
 
-def reply_message(body: Any, reply_id: str) -> dict[str, Any] | None:
-    """The assistant message of a non-streamed completion, ready for ``Memory.add``
-    (None when the body has none, e.g. ``n=0`` or a foreign shape)."""
+#: Why a reply without anything to remember is not stored.
+NOTHING_TO_STORE = "the reply has no text, refusal or tool calls"
+
+
+def reply_message(body: Any, reply_id: str) -> dict[str, Any] | str:
+    """The assistant message of a non-streamed completion, ready for ``Memory.add``, or
+    why there is none to store (no text, refusal or tool calls; ``n=0``; a foreign shape;
+    text over hmem's per-message limit).
+
+    >>> reply_message({"choices": [{"message": {"content": None, "refusal": "No."}}]}, "r1")
+    {'role': 'assistant', 'content': 'No.', 'id': 'r1', 'metadata': {'refusal': True}}
+    >>> reply_message({"choices": []}, "r1")
+    'the reply has no text, refusal or tool calls'
+    """
     try:
         message = body["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
-        return None
+        return NOTHING_TO_STORE
     if not isinstance(message, dict):
-        return None
-    out: dict[str, Any] = {"role": "assistant", "content": message.get("content"), "id": reply_id}
-    if message.get("tool_calls"):
-        out["tool_calls"] = message["tool_calls"]
+        return NOTHING_TO_STORE
+    content, refusal = message.get("content"), message.get("refusal")
+    chars = sum(len(text) for text in (content, refusal) if isinstance(text, str))
+    return _assistant_reply(content, refusal, message.get("tool_calls"), chars, reply_id)
+
+
+def _assistant_reply(content: Any, refusal: Any, tool_calls: Any, chars: int, reply_id: str) -> dict[str, Any] | str:
+    """The message to store for a reply's parts, or why there is none. A refusal is what
+    the user was told, so it is the stored text (marked ``metadata.refusal``); a reply of
+    only whitespace holds nothing to remember."""
+    if chars > MAX_CONTENT_CHARS:
+        return f"the reply has {chars:,} characters; hmem stores at most {MAX_CONTENT_CHARS:,} per message"
+    out: dict[str, Any] = {"role": "assistant", "content": None, "id": reply_id}
+    if isinstance(content, str) and content.strip():
+        out["content"] = content
+    elif isinstance(refusal, str) and refusal.strip():
+        out["content"] = refusal
+        out["metadata"] = {"refusal": True}
+    if tool_calls:
+        out["tool_calls"] = tool_calls
+    if out["content"] is None and not tool_calls:
+        return NOTHING_TO_STORE
     return out
 
 
 @dataclass
 class StreamedReply:
-    """Joins the deltas of choice 0 of a streamed completion into one message."""
+    """Joins the deltas of choice 0 of a streamed completion into one message. Text past
+    hmem's per-message limit is counted, not kept: such a reply cannot be stored, and
+    holding it would let one stream take unbounded memory."""
 
     content: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
     tool_calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     finished: bool = False
+    chars: int = 0  # characters of content and refusal seen, kept or not
 
     def feed(self, chunk: Any) -> None:
         """Take one parsed ``chat.completion.chunk`` (anything else is ignored)."""
@@ -116,30 +150,41 @@ class StreamedReply:
                 continue
             if choice.get("finish_reason"):
                 self.finished = True
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                self.content.append(delta["content"])
-            for tc in delta.get("tool_calls") or ():
-                self._tool_delta(tc)
+            delta = choice.get("delta")
+            if not isinstance(delta, dict):
+                continue
+            for name, parts in (("content", self.content), ("refusal", self.refusal)):
+                text = delta.get(name)
+                if isinstance(text, str):
+                    self.chars += len(text)
+                    if self.chars <= MAX_CONTENT_CHARS:
+                        parts.append(text)
+            tool_calls = delta.get("tool_calls")
+            for tc in tool_calls if isinstance(tool_calls, list) else ():
+                if isinstance(tc, dict):
+                    self._tool_delta(tc)
 
     def _tool_delta(self, tc: Mapping[str, Any]) -> None:
-        slot = self.tool_calls.setdefault(int(tc.get("index", 0)),
+        index = tc.get("index", 0)
+        slot = self.tool_calls.setdefault(index if isinstance(index, int) else 0,
                                           {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
-        if tc.get("id"):
+        if isinstance(tc.get("id"), str) and tc["id"]:
             slot["id"] = tc["id"]
-        fn = tc.get("function") or {}
-        slot["function"]["name"] += fn.get("name") or ""
-        slot["function"]["arguments"] += fn.get("arguments") or ""
+        fn = tc.get("function")
+        fn = fn if isinstance(fn, dict) else {}
+        for part in ("name", "arguments"):
+            if isinstance(fn.get(part), str):
+                slot["function"][part] += fn[part]
 
-    def message(self, reply_id: str) -> dict[str, Any]:
-        """The assistant message for ``Memory.add``.
+    def message(self, reply_id: str) -> dict[str, Any] | str:
+        """The assistant message for ``Memory.add``, or why there is none to store.
 
         >>> r = StreamedReply()
         >>> r.feed({"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]})
         >>> r.message("m1")["content"], r.finished
         ('Hi', True)
+        >>> StreamedReply().message("m2")
+        'the reply has no text, refusal or tool calls'
         """
-        out: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None, "id": reply_id}
-        if self.tool_calls:
-            out["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
-        return out
+        tool_calls = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+        return _assistant_reply("".join(self.content), "".join(self.refusal), tool_calls, self.chars, reply_id)

@@ -15,10 +15,12 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic_core import PydanticCustomError
 
 from hmem.types import JSONScalar, ProfileValue
 
@@ -38,7 +40,18 @@ __all__ = [
     "ToolCallIn",
 ]
 
-Metadata = dict[str, JSONScalar]
+
+def _flat(value: object) -> object:
+    """Refuse a nested metadata value with what to do instead (pydantic would list every
+    scalar type it is not); every other rule on metadata is hmem's own validation."""
+    if isinstance(value, Mapping | list):
+        raise PydanticCustomError("metadata_nested", "must be a string, number, bool or null (nested objects and lists "
+                                  "are not stored: flatten them into keys like 'a.b', or put them in the text)")
+    return value
+
+
+Metadata = dict[str, Annotated[JSONScalar, BeforeValidator(_flat)]]
+
 #: ISO-8601 text or epoch seconds (hmem's ``as_datetime`` takes both; naive means UTC).
 Timestamp = datetime | StrictFloat
 

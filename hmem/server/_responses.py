@@ -248,6 +248,8 @@ class BackendStatus(_Out):
     backend: str = Field(description="implementation class (no URLs or credentials)")
     latency_ms: float | None = None
     error: str | None = None
+    detail: str | None = Field(default=None, description="what an operator should look at while it serves "
+                                                          "(e.g. vectors the index refused); counts only")
 
 
 class ReadinessResponse(_Out):

@@ -1,17 +1,21 @@
-"""One error body for every failure, and the request-body size limit.
+"""One error body for every failure (the limits on what a request may send, and their
+errors, are in :mod:`hmem.server.limits`).
 
 Every non-2xx response is ``{"error": {"type", "message", "field", "details"}}``
 (:class:`~hmem.server.schemas.ErrorBody`). hmem's errors map to statuses in
 :data:`STATUS`; anything unexpected becomes a generic 500 whose trace goes to the
-``hmem.server`` log only, never to the client. An :class:`~hmem.errors.InvalidInput`
+``hmem.server`` log only, never to the client. No message, sent or logged, shows a
+configured secret or a URL's password (:func:`hmem._secrets.redact`). An :class:`~hmem.errors.InvalidInput`
 names the request's own field, also where hmem's argument is called differently
-(:data:`~hmem.server._requests.HTTP_FIELD_NAMES`).
+(:data:`~hmem.server._requests.HTTP_FIELD_NAMES`); a body that is not JSON is placed
+by line and column (:func:`invalid_json`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hmem._secrets import redact
 from hmem.errors import (
     BackendUnavailable,
     BudgetError,
@@ -26,6 +31,7 @@ from hmem.errors import (
     ConfigError,
     ConflictError,
     DuplicateId,
+    EmbedderMismatch,
     HmemError,
     InvalidInput,
     NotFound,
@@ -34,7 +40,7 @@ from hmem.errors import (
 from hmem.server._requests import HTTP_FIELD_NAMES
 from hmem.types import renamed
 
-__all__ = ["STATUS", "BodySizeLimit", "error_response", "install_error_handlers"]
+__all__ = ["STATUS", "error_response", "install_error_handlers", "invalid_json"]
 
 log = logging.getLogger("hmem.server")
 
@@ -47,6 +53,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 #: hmem error class → (HTTP status, error type). Most specific first.
 STATUS: tuple[tuple[type[HmemError], int, str], ...] = (
     (DuplicateId, 409, "duplicate_id"),
+    # The user's vectors were made by another model: the store's state, not the request, is
+    # in the way, and the details carry the command that fixes it.
+    (EmbedderMismatch, 409, "embedder_mismatch"),
     (InvalidInput, 422, "invalid_input"),
     (NotFound, 404, "not_found"),
     (BudgetError, 409, "budget_exceeded"),
@@ -68,7 +77,7 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _hmem_error(exc: HmemError) -> JSONResponse:
+def _hmem_error(exc: HmemError, secrets: Iterable[str] = ()) -> JSONResponse:
     if isinstance(exc, InvalidInput):
         exc = renamed(exc, HTTP_FIELD_NAMES)
     for cls, status, type_ in STATUS:
@@ -78,9 +87,12 @@ def _hmem_error(exc: HmemError) -> JSONResponse:
                 details = {"required": exc.required, "budget": exc.budget}
             elif isinstance(exc, ConflictError):
                 details = {"expected": exc.expected, "actual": exc.actual}
+            elif isinstance(exc, EmbedderMismatch):
+                details = {"user_id": exc.user_id, "indexed_with": exc.indexed_with, "configured": exc.configured,
+                           "command": exc.command}
             field = exc.field if isinstance(exc, InvalidInput) else None
             headers = {"Retry-After": "1"} if status == 503 else None
-            return error_response(status, type_, str(exc), field=field, details=details, headers=headers)
+            return error_response(status, type_, redact(exc, secrets), field=field, details=details, headers=headers)
     # ConfigError and any future HmemError: a server-side problem, not the client's.
     log.error("unmapped hmem error %s: %s", type(exc).__name__, exc, exc_info=exc)
     return _internal()
@@ -115,7 +127,33 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out or "body"
 
 
+def invalid_json(exc: json.JSONDecodeError) -> InvalidInput:
+    """The error for a request body that is not JSON, placed by line and column (the
+    reader's character offset would read like an array index in ``field``).
+
+    >>> str(invalid_json(json.JSONDecodeError("Expecting value", "[1, ]", 4)))
+    'body is not valid JSON: Expecting value at line 1, column 5; fix the JSON there'
+    """
+    return InvalidInput(f"body is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}; "
+                        f"fix the JSON there", field="body")
+
+
+def _json_syntax(exc: RequestValidationError) -> InvalidInput | None:
+    """FastAPI's ``json_invalid`` error (``loc=("body", offset)``) as :func:`invalid_json`."""
+    for e in exc.errors():
+        if e.get("type") == "json_invalid":
+            loc, ctx = e.get("loc", ()), e.get("ctx") or {}
+            offset = loc[-1] if loc else None
+            if isinstance(exc.body, str) and isinstance(offset, int):
+                return invalid_json(json.JSONDecodeError(str(ctx.get("error", "invalid JSON")), exc.body, offset))
+            return InvalidInput(f"body is not valid JSON: {ctx.get('error', 'invalid JSON')}", field="body")
+    return None
+
+
 def _validation_error(exc: RequestValidationError) -> JSONResponse:
+    syntax = _json_syntax(exc)
+    if syntax is not None:
+        return _hmem_error(syntax)
     errors = [
         {"field": _loc(e.get("loc", ())), "message": str(e.get("msg", "invalid")), "type": str(e.get("type", ""))}
         for e in exc.errors()
@@ -125,14 +163,16 @@ def _validation_error(exc: RequestValidationError) -> JSONResponse:
                           details={"errors": errors})
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Register the handlers that give every failure the :class:`ErrorBody` shape."""
+def install_error_handlers(app: FastAPI, secrets: Iterable[str] = ()) -> None:
+    """Register the handlers that give every failure the :class:`ErrorBody` shape;
+    ``secrets`` (e.g. :meth:`Settings.secret_values`) never appear in a message."""
+    secrets = tuple(secrets)
 
     async def on_hmem(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HmemError)
         if isinstance(exc, BackendUnavailable | ProviderError | ConfigError):
-            log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        return _hmem_error(exc)
+            log.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, redact(exc, secrets))
+        return _hmem_error(exc, secrets)
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -153,71 +193,3 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
     app.add_exception_handler(Exception, on_unexpected)
-
-
-class BodySizeLimit:
-    """ASGI middleware: reject request bodies over ``max_bytes`` with 413.
-
-    A declared ``Content-Length`` over the limit is refused before reading; a chunked
-    body is buffered only up to the limit (so memory per request stays bounded), then
-    replayed to the app.
-    """
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None:
-            try:
-                too_big = int(declared) > self.max_bytes
-            except ValueError:
-                too_big = False  # the server rejects a malformed length itself
-            if too_big:
-                await self._reject(scope, receive, send)
-                return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # client went away
-                await self.app(scope, _replay([], message, receive), send)
-                return
-            body = message.get("body", b"")
-            size += len(body)
-            if size > self.max_bytes:
-                await self._reject(scope, receive, send)
-                return
-            chunks.append(body)
-            more = bool(message.get("more_body", False))
-        await self.app(scope, _replay(chunks, None, receive), send)
-
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = error_response(
-            413, "payload_too_large",
-            f"request body is larger than {self.max_bytes} bytes; split the batch or raise --max-body-bytes",
-            details={"max_bytes": self.max_bytes},
-            headers={"Connection": "close"},
-        )
-        await response(scope, receive, send)
-
-
-def _replay(chunks: list[bytes], pending: Message | None, receive: Receive) -> Receive:
-    """A ``receive`` that yields the buffered body once, then defers to the real one."""
-    sent = False
-
-    async def replayed() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            if pending is not None:
-                return pending
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        return await receive()
-
-    return replayed

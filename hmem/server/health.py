@@ -29,7 +29,8 @@ def build_health_router(memory: Memory, timeout_s: float) -> APIRouter:
         """Which backends answer: 200 when all do, 503 (with the same body) otherwise."""
         # readiness() returns within timeout_s even when a backend hangs (it abandons that probe).
         answers = await anyio.to_thread.run_sync(memory.readiness, timeout_s)
-        backends = {tier: BackendStatus(ok=a.ok, backend=a.backend, latency_ms=a.latency_ms, error=a.error)
+        backends = {tier: BackendStatus(ok=a.ok, backend=a.backend, latency_ms=a.latency_ms, error=a.error,
+                                        detail=a.detail)
                     for tier, a in answers.items()}
         body = ReadinessResponse(ready=all(b.ok for b in backends.values()), backends=backends)
         return JSONResponse(body.model_dump(mode="json"), status_code=200 if body.ready else 503)

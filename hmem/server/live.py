@@ -22,15 +22,18 @@ __all__ = ["serve_in_thread"]
 @contextmanager
 def serve_in_thread(app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning",
                     start_timeout_s: float = 20.0) -> Iterator[str]:
-    """Serve ``app`` on ``host:port`` (0 = a free port) until the block ends; yields the base URL."""
+    """Serve ``app`` on ``host:port`` (0 = a free port) until the block ends; yields the base URL.
+    uvicorn runs with hmem's limits on a request's head (:func:`hmem.server.limits.uvicorn_options`)."""
     import uvicorn
+
+    from hmem.server.limits import uvicorn_options
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(app, log_level=log_level, lifespan="on", server_header=False, log_config=None,
-                            timeout_graceful_shutdown=5)
+                            timeout_graceful_shutdown=5, **uvicorn_options())
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="hmem-uvicorn", daemon=True)
     thread.start()

@@ -19,12 +19,18 @@ from typing import Any
 __all__ = ["message_body", "stream_events"]
 
 
-def message_body(text: str, tool_calls: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The assistant ``message`` and its ``finish_reason``.
+def message_body(text: str, tool_calls: Sequence[Mapping[str, Any]], *,
+                 refusal: bool = False) -> tuple[dict[str, Any], str]:
+    """The assistant ``message`` and its ``finish_reason``; with ``refusal``, ``text`` is
+    the refusal and ``content`` is null.
 
     >>> message_body("", [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}])[1]
     'tool_calls'
+    >>> message_body("No.", (), refusal=True)[0]
+    {'role': 'assistant', 'content': None, 'refusal': 'No.'}
     """
+    if refusal:
+        return {"role": "assistant", "content": None, "refusal": text}, "stop"
     message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
     if tool_calls:
         message["tool_calls"] = [_tool_call(tc) for tc in tool_calls]
@@ -46,15 +52,17 @@ def _chunk(chunk_id: str, model: str, delta: dict[str, Any], finish: str | None 
 
 def stream_events(
     text: str, tool_calls: Sequence[Mapping[str, Any]], model: str, chunk_id: str, cut_after: int | None, *,
-    include_usage: bool, usage: Mapping[str, int],
+    include_usage: bool, usage: Mapping[str, int], refusal: bool = False,
 ) -> list[str]:
     """The SSE ``data:`` lines of one streamed answer: one chunk per word of ``text``,
     each tool call in two pieces (so a client must join ``arguments``), the finish
     chunk, the usage chunk when asked for, ``[DONE]``. ``cut_after`` keeps only that
-    many events: the connection then closes without a finish chunk or ``[DONE]``."""
-    events = [_chunk(chunk_id, model, {"role": "assistant", "content": ""})]
+    many events: the connection then closes without a finish chunk or ``[DONE]``.
+    With ``refusal``, the words come as ``refusal`` deltas and no ``content``."""
+    key = "refusal" if refusal else "content"
+    events = [_chunk(chunk_id, model, {"role": "assistant", key: ""})]
     words = text.split(" ")
-    events += [_chunk(chunk_id, model, {"content": w if i == 0 else " " + w}) for i, w in enumerate(words) if text]
+    events += [_chunk(chunk_id, model, {key: w if i == 0 else " " + w}) for i, w in enumerate(words) if text]
     for i, tc in enumerate(_tool_call(t) for t in tool_calls):
         args = tc["function"]["arguments"]
         half = len(args) // 2

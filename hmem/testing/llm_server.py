@@ -13,6 +13,8 @@ Each ``POST /v1/chat/completions`` consumes the next scripted reply, in order:
 ``empty()``            200 with an empty assistant message
 ``malformed()``        200 whose body is not valid JSON
 ``cut(text, after)``   with ``stream=true``: ``after`` events, then hang up
+``refuse(text)``       200 whose message has ``content: null`` and ``refusal``
+``trickle(text, …)``   the answer in small pieces, one every ``every_s``
 =====================  ==================================================
 
 ``reply(text, tool_calls=[...])`` answers with tool calls. A request with
@@ -65,7 +67,7 @@ from hmem.testing._llm_stream import message_body, stream_events
 
 __all__ = ["RecordedRequest", "ScriptedLLMServer", "ScriptedReply", "fake_embedding"]
 
-ReplyKind = Literal["text", "error", "empty", "malformed"]
+ReplyKind = Literal["text", "error", "empty", "malformed", "refusal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +82,8 @@ class ScriptedReply:
     completion_tokens: int | None = None  # None: one per whitespace-separated word
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     cut_after: int | None = None  # streamed: close after this many events (no finish, no [DONE])
+    trickle_s: float = 0.0  # > 0: the body goes out in ``pieces`` parts, this long before each
+    pieces: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +208,19 @@ class ScriptedLLMServer:
         """A streamed answer that stops after ``after`` events, as if the upstream died."""
         return self.push(ScriptedReply("text", text, 200, cut_after=after))
 
+    def refuse(self, text: str = "I can't help with that.") -> ScriptedLLMServer:
+        """A 200 answer that is a refusal: ``content`` null and ``refusal`` set (streamed:
+        ``refusal`` deltas), as OpenAI's models answer what they decline."""
+        return self.push(ScriptedReply("refusal", text))
+
+    def trickle(self, text: str, *, every_s: float = 0.25, pieces: int = 20) -> ScriptedLLMServer:
+        """A normal answer (JSON, or the event stream with ``stream=true``) sent in ``pieces``
+        parts cut at arbitrary bytes, one every ``every_s``: never silent long enough for a
+        per-read timeout, yet slow as a whole."""
+        if pieces < 1 or every_s < 0:
+            raise ConfigError(f"trickle needs pieces >= 1 and every_s >= 0, got {pieces}, {every_s}")
+        return self.push(ScriptedReply("text", text, 200, trickle_s=every_s, pieces=pieces))
+
     def error(self, status: int = 500, message: str = "scripted failure") -> ScriptedLLMServer:
         """An HTTP error (500, 429, 401 …) with an OpenAI-style error body."""
         return self.push(ScriptedReply("error", message, status))
@@ -266,7 +283,7 @@ class ScriptedLLMServer:
 
 def _completion_body(reply: ScriptedReply, model: str, n: int) -> dict[str, Any]:
     text = "" if reply.kind == "empty" else reply.text
-    message, finish = message_body(text, reply.tool_calls)
+    message, finish = message_body(text, reply.tool_calls, refusal=reply.kind == "refusal")
     return {
         "id": f"chatcmpl-scripted-{n}",
         "object": "chat.completion",
@@ -312,28 +329,44 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             return
 
-        def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+        def _send(self, status: int, payload: bytes, content_type: str = "application/json",
+                  reply: ScriptedReply | None = None) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                self._write(payload, reply)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout): nothing to deliver
+
+        def _write(self, payload: bytes, reply: ScriptedReply | None) -> None:
+            """``payload`` at once, or trickled as ``reply`` says."""
+            if reply is None or reply.trickle_s <= 0:
+                self.wfile.write(payload)
+                return
+            size = -(-len(payload) // reply.pieces)
+            for start in range(0, len(payload), size):
+                server._wait(reply.trickle_s)
+                self.wfile.write(payload[start:start + size])
+                self.wfile.flush()
 
         def _stream(self, reply: ScriptedReply, model: str, options: Any) -> None:
             include_usage = isinstance(options, dict) and options.get("include_usage") is True
             events = stream_events(reply.text, reply.tool_calls, model, f"chatcmpl-scripted-{len(server.requests)}",
-                                   reply.cut_after, include_usage=include_usage, usage=_usage(reply, reply.text))
+                                   reply.cut_after, include_usage=include_usage, usage=_usage(reply, reply.text),
+                                   refusal=reply.kind == "refusal")
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Connection", "close")  # no length: the end of the stream is the close
                 self.end_headers()
-                for event in events:
-                    self.wfile.write(f"{event}\n\n".encode())
-                    self.wfile.flush()
+                if reply.trickle_s > 0:
+                    self._write("".join(f"{event}\n\n" for event in events).encode(), reply)
+                else:
+                    for event in events:
+                        self.wfile.write(f"{event}\n\n".encode())
+                        self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass
             self.close_connection = True
@@ -385,6 +418,7 @@ def _make_handler(server: ScriptedLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._stream(reply, str(body.get("model", "scripted")), body.get("stream_options"))
             else:
                 n = len(server.requests)
-                self._send_json(200, _completion_body(reply, str(body.get("model", "scripted")), n))
+                answer = _completion_body(reply, str(body.get("model", "scripted")), n)
+                self._send(200, json.dumps(answer).encode(), reply=reply)
 
     return Handler

@@ -66,6 +66,48 @@ def test_chat_with_an_openai_compatible_model_in_a_subprocess(tmp_path: Path) ->
         ("user", "Where should I eat tonight in Lyon?"), ("assistant", ANSWER)]
 
 
+def _call_kind(request: RecordedRequest) -> str:
+    body = request.body or {}
+    if not body.get("response_format"):
+        return "reply"
+    return "profile" if "user's profile" in str(body["messages"][0]["content"]) else "facts"
+
+
+@pytest.mark.parametrize(
+    ("failure", "calls_each"),
+    [
+        pytest.param(ScriptedReply("text", "Sure! The user lives in Lyon."), 1, id="not-json"),
+        pytest.param(ScriptedReply("text", '{"updates": "none", "facts": "none"}'), 1, id="wrong-schema"),
+        pytest.param(ScriptedReply("empty"), 1, id="empty"),
+        pytest.param(ScriptedReply("malformed"), 1, id="malformed-body"),
+        pytest.param(ScriptedReply("error", "bad request", 400), 1, id="400"),
+        pytest.param(ScriptedReply("error", "unprocessable", 422), 1, id="422"),
+        pytest.param(ScriptedReply("error", "slow down", 429), 3, id="429"),
+        pytest.param(ScriptedReply("error", "overloaded", 503), 3, id="503"),
+        pytest.param(ScriptedReply("text", '{"updates": [], "facts": []}', delay_s=3.0), 3, id="timeout"),
+    ],
+)
+def test_a_chat_turn_retries_only_transient_extraction_failures(
+    hmem: Runner, monkeypatch: pytest.MonkeyPatch, failure: ScriptedReply, calls_each: int,
+) -> None:
+    """With ``HMEM_LLM_*`` set, one ``hmem chat`` turn makes one profile and one fact
+    extraction call before the reply (docs/cli.md). Every extraction answer here is
+    ``failure``: a transient one (429, 5xx, a timeout) is tried up to 3 times, a client
+    error or an answer that does not parse is not tried again (the offline rules read the
+    turn), and the reply still comes."""
+    with ScriptedLLMServer() as server:
+        server.respond_with(lambda request: ScriptedReply("text", ANSWER) if _call_kind(request) == "reply"
+                            else failure)
+        for name, value in {"HMEM_LLM_BASE_URL": server.base_url, "HMEM_LLM_MODEL": "scripted-chat",
+                            "HMEM_LLM_API_KEY": "test-key", "HMEM_LLM_TIMEOUT": "1"}.items():
+            monkeypatch.setenv(name, value)
+        out = hmem("chat", "u1", "s1", "--json", stdin="I moved to Lyon last month.\n/quit\n")
+        made = [_call_kind(r) for r in server.completion_requests]
+    assert out.code == 0, out.err
+    assert out.json["turns"][0]["reply"] == ANSWER
+    assert sorted(made) == sorted(["profile"] * calls_each + ["facts"] * calls_each + ["reply"])
+
+
 @pytest.mark.slow
 def test_demo_end_to_end_on_the_embedded_default(hmem: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HMEM_VECTORS")  # the real default: Chroma PersistentClient + the packaged model

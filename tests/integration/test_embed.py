@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.config import Settings
 from hmem.errors import InvalidInput, ProviderError
+from hmem.memory import Memory
 from hmem.protocols import Embedder
 from hmem.providers.embed import (
     CachedEmbedder,
@@ -170,6 +172,24 @@ def test_openai_compatible_embedder_errors_become_provider_errors(server: Embedd
     server.fail_next = 5
     with pytest.raises(ProviderError, match="embeddings request"):
         emb.embed(["fails twice"])
+
+
+def test_an_embeddings_endpoint_of_its_own_needs_no_key_and_gets_its_query(
+    server: EmbeddingsServer, tmp_path: Path,
+) -> None:
+    """Issue 32: a local server needs no HMEM_EMBED_API_KEY (the openai client refused an
+    empty one), and ``?api-version=…`` in the URL goes after the path, with every request."""
+    settings = Settings.from_env({"HMEM_EMBED_PROVIDER": "openai", "HMEM_EMBED_MODEL": "m",
+                                  "HMEM_EMBED_BASE_URL": server.base_url + "?api-version=2024-06-01",
+                                  "HMEM_DATA_DIR": str(tmp_path), "HMEM_VECTORS": "memory"})
+    memory = Memory.from_settings(settings)
+    try:
+        memory.remember("alice", "Alice lives in Lisbon.")
+        assert [hit.item.text for hit in memory.recall("alice", "Lisbon")] == ["Alice lives in Lisbon."]
+    finally:
+        memory.close()
+    assert {r["path"] for r in server.requests} == {"/v1/embeddings?api-version=2024-06-01"}
+    assert {r["auth"] for r in server.requests} == {"Bearer not-needed"}  # a placeholder, as for the LLM
 
 
 def test_openai_compatible_embedder_with_cache_calls_server_once(server: EmbeddingsServer, tmp_path: Path) -> None:

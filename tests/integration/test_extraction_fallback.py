@@ -80,21 +80,21 @@ def test_valid_replies_take_the_llm_path_and_report_tokens_per_add(tmp_path: Pat
                 ("profile", "The user lives in Berlin"), ("profile", "The user is 34 years old")]
 
 
-def test_invalid_json_twice_falls_back_to_the_rules_says_why_and_stores(
+def test_invalid_json_falls_back_to_the_rules_at_once_says_why_and_stores(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
     with ScriptedLLMServer() as server:
-        # valid JSON, wrong schema each time (twice for each extractor: one try + one retry)
+        # valid JSON, wrong schema: not asked again (one call per extractor)
         server.respond_with(_route(['{"location": "Berlin"}'], ['{"facts": "oops"}'], tokens=(50, 5)))
         with _memory(tmp_path, server.base_url, server) as mem:
             result = mem.add("u1", "s1", [{"role": "user", "content": "I live in Berlin now."}])
-            assert len(server.completion_requests) == 4
+            assert len(server.completion_requests) == 2
         assert result.profile is not None and result.fact_report is not None
-        assert result.profile.method == "rules-fallback" and "no valid profile JSON in 2" in result.profile.reason
-        assert result.profile.usage.total_tokens == 110  # both failed attempts are still counted
-        assert result.fact_report.method == "rules-fallback" and "invalid JSON twice" in result.fact_report.reason
-        assert result.fact_report.usage.total_tokens == 110
+        assert result.profile.method == "rules-fallback" and "no valid profile JSON in 1" in result.profile.reason
+        assert result.profile.usage.total_tokens == 55  # the failed call is still counted
+        assert result.fact_report.method == "rules-fallback" and "no valid facts JSON" in result.fact_report.reason
+        assert result.fact_report.usage.total_tokens == 55
         # the rules stored what they found
         assert result.profile.changed == ("location",)
         # (its statement; the clause itself only repeats it, so it is not stored twice)
@@ -151,16 +151,16 @@ def test_guards_hold_on_the_llm_path(tmp_path: Path) -> None:
     )
 
 
-def test_an_invalid_value_is_refused_then_the_retry_is_used(tmp_path: Path) -> None:
+def test_an_invalid_value_is_refused_and_the_rules_read_the_turn(tmp_path: Path) -> None:
     with ScriptedLLMServer() as server:
         server.respond_with(_route(
             [_updates({"key": "age", "value": "thirty"}), _updates({"key": "age", "value": 30})], ['{"facts": []}']))
         with _memory(tmp_path, server.base_url, server) as mem:
             result = mem.add("u1", "s1", [{"role": "user", "content": "I'm thirty."}])
-            retry = [r for r in server.completion_requests if _is_profile(r)][1].body["messages"][-1]["content"]
-            entry = mem.profile.get("u1", "age")
-    assert result.profile is not None and result.profile.method == "llm" and entry is not None and entry.value == 30
-    assert "whole number of years" in retry  # the model is told what was wrong
+            asked = [r for r in server.completion_requests if _is_profile(r)]
+    assert len(asked) == 1  # not asked again (LLMProfileExtractor(max_attempts=2) would)
+    assert result.profile is not None and result.profile.method == "rules-fallback"
+    assert "whole number of years" in result.profile.reason  # what was wrong is said
 
 
 @pytest.mark.parametrize(

@@ -41,12 +41,20 @@ def test_valid_facts_are_kept_invalid_entries_dropped_usage_recorded() -> None:
     assert "I'm vegetarian" in prompt[-1]["content"]
 
 
-def test_wrong_shape_is_retried_once_then_succeeds() -> None:
+def test_wrong_shape_is_asked_once_by_default() -> None:
+    with ScriptedLLMServer() as server:
+        server.reply('{"result": "nothing"}').reply("[]")
+        with pytest.raises(LLMError, match="no valid facts JSON in 1 attempt"):
+            LLMFactExtractor(llm(server)).extract(TURNS)
+        assert len(server.completion_requests) == 1 and server.pending == 1
+
+
+def test_wrong_shape_is_retried_once_with_max_attempts_2() -> None:
     with ScriptedLLMServer() as server:
         server.reply('{"result": "nothing"}', prompt_tokens=5, completion_tokens=5)
         server.reply('[{"kind": "fact", "text": "Lives in Oslo", "importance": 0.5}]',
                      prompt_tokens=7, completion_tokens=3)
-        result = LLMFactExtractor(llm(server)).extract(TURNS)
+        result = LLMFactExtractor(llm(server), max_attempts=2).extract(TURNS)
         second = server.requests[-1].body["messages"]
     assert [f.text for f in result.facts] == ["Lives in Oslo"]
     assert result.attempts == 2 and result.usage.total_tokens == 20
@@ -56,8 +64,8 @@ def test_wrong_shape_is_retried_once_then_succeeds() -> None:
 def test_two_invalid_answers_raise_llm_error() -> None:
     with ScriptedLLMServer() as server:
         server.reply('{"facts": "oops"}').reply('"just a string"')
-        with pytest.raises(LLMError, match="invalid JSON twice"):
-            LLMFactExtractor(llm(server)).extract(TURNS)
+        with pytest.raises(LLMError, match="no valid facts JSON in 2 attempt"):
+            LLMFactExtractor(llm(server), max_attempts=2).extract(TURNS)
 
 
 def test_no_user_turn_means_no_call() -> None:

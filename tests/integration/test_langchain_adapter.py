@@ -12,6 +12,7 @@ empty and a padded user_id, a non-Memory ``memory``, k = 0, -1, 2.5, True and "3
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -199,6 +200,27 @@ def test_retriever_returns_the_relevant_fact_first_with_its_metadata(mem: Memory
 def test_retriever_sees_only_its_own_user(mem: Memory) -> None:
     remember_facts(mem, "u1")
     assert HmemRetriever(mem, "u2", k=5).invoke("peanuts") == []
+
+
+def test_invoke_takes_the_constructors_filters_for_one_call(mem: Memory) -> None:
+    """LangChain hands ``invoke``'s (and ``ainvoke``'s) keyword arguments to the retriever:
+    ``k``, ``kinds`` and ``session_id`` apply to that call only (docs/integrations.md)."""
+    remember_facts(mem, "u1")
+    seat = "I prefer aisle seats on long train rides."
+    mem.remember("u1", seat, kind="preference", session_id="trips")
+    query = "seats, cello, nuts and cats"
+    retriever = HmemRetriever(mem, "u1", k=5)
+    assert [d.page_content for d in retriever.invoke(query, kinds=["preference"])] == [seat]
+    assert [d.page_content for d in asyncio.run(retriever.ainvoke(query, kinds=["preference"]))] == [seat]
+    assert [d.page_content for d in retriever.invoke(query, session_id="trips")] == [seat]
+    assert len(retriever.invoke(query)) == 5  # nothing of the calls before stuck
+    facts_only = HmemRetriever(mem, "u1", k=5, kinds=["fact"])
+    assert [d.metadata["kind"] for d in facts_only.invoke(query, kinds="preference")] == ["preference"]
+    assert {d.metadata["kind"] for d in facts_only.invoke(query)} == {"fact"}
+    assert len(facts_only.invoke(query, k=2, kinds=["fact", "preference"])) == 2
+    with pytest.raises(InvalidInput, match=r"kind.*takes") as refused:
+        retriever.invoke(query, kind="fact")  # misspelt: said, not ignored
+    assert refused.value.field == "kind"
 
 
 @pytest.mark.parametrize("k", [0, -1, 2.5, True, "3"])

@@ -107,25 +107,46 @@ def test_timeout_is_retried_then_fails(server: ScriptedLLMServer) -> None:
     assert len(server.completion_requests) == 2
 
 
-def test_empty_answer_is_retried(server: ScriptedLLMServer) -> None:
-    server.empty().reply("second time lucky")
-    assert make_llm(server).complete(HELLO).text == "second time lucky"
-    server.empty().empty().empty()
-    with pytest.raises(LLMError, match="empty answer"):
-        make_llm(server).complete(HELLO)
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 408, 409, 413, 422])
+def test_a_client_error_is_not_retried(server: ScriptedLLMServer, status: int) -> None:
+    server.error(status, "refused").reply("never reached")
+    llm = make_llm(server)
+    with pytest.raises(LLMError, match=f"HTTP {status}"):
+        llm.complete(HELLO)
+    assert len(server.completion_requests) == 1 and server.pending == 1
+    assert (llm.calls[-1].ok, llm.calls[-1].attempts) == (False, 1)
 
 
-def test_malformed_json_body_is_retried(server: ScriptedLLMServer) -> None:
-    server.malformed().reply("valid now")
-    assert make_llm(server).complete(HELLO).text == "valid now"
-    server.malformed().malformed()
-    with pytest.raises(LLMError, match="malformed"):
-        make_llm(server, max_attempts=2).complete(HELLO)
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_too_many_requests_and_server_errors_are_retried(server: ScriptedLLMServer, status: int) -> None:
+    server.error(status, "try later").reply("ok now")
+    llm = make_llm(server)
+    assert llm.complete(HELLO).text == "ok now"
+    assert len(server.completion_requests) == 2 and llm.calls[-1].attempts == 2
 
 
-def test_json_mode_asks_for_json_and_rejects_non_json_text(server: ScriptedLLMServer) -> None:
+@pytest.mark.parametrize(("script", "said"), [("empty", "empty answer"), ("malformed", "malformed response")])
+def test_an_unusable_answer_is_not_retried_and_its_tokens_count(
+    server: ScriptedLLMServer, script: str, said: str,
+) -> None:
+    """The same request would get the same kind of answer, and each attempt is billed."""
+    getattr(server, script)()
+    server.reply("never reached")
+    llm = make_llm(server)
+    with pytest.raises(LLMError, match=f"{said}.*not retried"):
+        llm.complete(HELLO)
+    assert len(server.completion_requests) == 1 and server.pending == 1
+    call = llm.calls[-1]
+    assert (call.ok, call.attempts) == (False, 1) and said in (call.error or "")
+    assert llm.usage_total.prompt_tokens == (10 if script == "empty" else 0)  # what the empty answer billed
+
+
+def test_json_mode_asks_for_json_and_rejects_non_json_text_at_once(server: ScriptedLLMServer) -> None:
     server.reply("not { json").reply('{"city": "Oslo"}')
     llm = make_llm(server)
+    with pytest.raises(LLMError, match="not valid JSON"):
+        llm.complete(HELLO, json_mode=True)
+    assert len(server.completion_requests) == 1
     assert llm.complete(HELLO, json_mode=True).text == '{"city": "Oslo"}'
     assert all(r.body["response_format"] == {"type": "json_object"} for r in server.completion_requests)
 
@@ -224,12 +245,11 @@ def test_all_attempts_failing_records_the_fallback(server: ScriptedLLMServer) ->
 
 @pytest.mark.parametrize("script", ["empty", "malformed"])
 def test_empty_and_malformed_answers_fall_back(server: ScriptedLLMServer, script: str) -> None:
-    for _ in range(3):
-        getattr(server, script)()
+    getattr(server, script)()
     s = Summarizer(make_llm(server), TOK)
     out = s.fold(None, chat(), user_id="u1", session_id="s1")
     assert out.method == "extractive" and "Oslo" in out.text
-    assert len(server.completion_requests) == 3
+    assert len(server.completion_requests) == 1  # not retried: the fallback takes over at once
 
 
 def test_recovery_after_a_failed_fold(server: ScriptedLLMServer) -> None:

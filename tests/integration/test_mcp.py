@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ALICE_KEY = "alice-" + secrets.token_hex(8)
 BOB_KEY = "bob-" + secrets.token_hex(8)
 OPEN_KEY = "open-" + secrets.token_hex(8)  # bound to no user
+#: The newest protocol of the initialize handshake: its connections are sessions (Mcp-Session-Id).
+LEGACY_PROTOCOL = "2025-11-25"
 TOOLS = {"remember", "recall", "get_context", "profile_get", "profile_set", "forget"}
 
 
@@ -130,17 +132,26 @@ def test_stdio_every_tool_and_resource(tmp_path: Path) -> None:
 
 
 def test_stdio_docs_client_config_runs_as_written(tmp_path: Path) -> None:
-    """The MCP client config of docs/mcp.md (and README "Use it from…"), launched as written."""
+    """The MCP client config of docs/mcp.md (and README "Use it from…"), launched as written
+    from a directory of the client's own: its paths are absolute (a bare ``hmem`` needs hmem
+    on the client's PATH, ``./hmem-data`` would land in the client's directory), so the data
+    lands in the ``--data`` folder whatever the client's directory is. The docs' home
+    folder stands for this checkout and a temporary folder."""
     pattern = re.compile(r"<!-- client-config -->\s*```json\n(.*?)```", re.S)
     snippet = pattern.search((ROOT / "docs" / "mcp.md").read_text(encoding="utf-8"))
     assert snippet, "docs/mcp.md lost its <!-- client-config --> json block"
     in_readme = pattern.search((ROOT / "README.md").read_text(encoding="utf-8"))
     assert in_readme is not None and in_readme.group(1) == snippet.group(1), "README and docs/mcp.md configs differ"
     entry = json.loads(snippet.group(1))["mcpServers"]["hmem"]
-    command = entry["command"]
-    if command == "hmem":  # the console script of the environment the tests run in
-        command = str(Path(sys.executable).with_name("hmem"))
-    params = StdioServerParameters(command=command, args=entry["args"], env=_env(tmp_path), cwd=str(tmp_path))
+    args = list(entry["args"])
+    data = args[args.index("--data") + 1]
+    assert Path(entry["command"]).is_absolute() and Path(data).is_absolute(), entry
+    assert Path(entry["command"]).name == "hmem" and Path(entry["command"]).parent.name == "bin"
+    command = str(Path(sys.executable).with_name("hmem"))  # the same console script, in the tests' venv
+    args[args.index(data)] = str(tmp_path / Path(data).name)
+    client_dir = tmp_path / "client"
+    client_dir.mkdir()
+    params = StdioServerParameters(command=command, args=args, env=_env(tmp_path / "not-used"), cwd=str(client_dir))
 
     async def main() -> None:
         async with Client(params, read_timeout_seconds=120) as client:
@@ -149,6 +160,8 @@ def test_stdio_docs_client_config_runs_as_written(tmp_path: Path) -> None:
             assert hits[0]["id"] == stored["item"]["id"]
 
     anyio.run(main)
+    assert (tmp_path / Path(data).name / "hmem.sqlite3").exists()
+    assert list(client_dir.iterdir()) == [] and not (tmp_path / "not-used").exists()
 
 
 @pytest.mark.parametrize("extra", [[], ["--user", ""], ["--user", " alice"], ["--user", "a\tb"]])
@@ -190,9 +203,8 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _http_server(data: Path, *args: str) -> Iterator[str]:
+def _http_server(data: Path, *args: str, keys: str = f"{ALICE_KEY}:alice,{BOB_KEY}:bob,{OPEN_KEY}") -> Iterator[str]:
     port = _free_port()
-    keys = f"{ALICE_KEY}:alice,{BOB_KEY}:bob,{OPEN_KEY}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "hmem", "mcp", "--transport", "http", "--port", str(port), *args],
         env=_env(data, HMEM_API_KEYS=keys), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -291,3 +303,98 @@ def test_http_userless_key_acts_as_the_configured_user(tmp_path: Path) -> None:
                 assert _structured(await carol.call_tool("profile_get", {"key": "name"}))["entry"]["value"] == "Carol"
 
         anyio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("owner", "strangers"),
+    [
+        # bob's key; the unbound key, even naming alice (it may act as alice, but the session is not its own)
+        ((ALICE_KEY, {}), [(BOB_KEY, {}), (OPEN_KEY, {"X-Hmem-User": "alice"}), (OPEN_KEY, {"X-Hmem-User": "bob"})]),
+        # the unbound key that opened it, now acting as another user; alice's own key
+        ((OPEN_KEY, {"X-Hmem-User": "alice"}), [(OPEN_KEY, {"X-Hmem-User": "bob"}), (ALICE_KEY, {})]),
+    ],
+    ids=["alice-key", "unbound-key-as-alice"],
+)
+def test_http_session_ids_are_bound_to_the_key_that_opened_them(
+    http_url: str, owner: tuple[str, dict[str, str]], strangers: list[tuple[str, dict[str, str]]],
+) -> None:
+    """A legacy (pre-2026 protocol) connection is a session named by ``Mcp-Session-Id``. A
+    request naming it with another key, or with its key acting as another user, gets the
+    404 of a session that does not exist, for GET, POST and DELETE. The session goes on."""
+    opened: list[str] = []
+
+    async def note_session(response: Any) -> None:
+        if sid := response.headers.get("mcp-session-id"):
+            opened.append(sid)
+
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "profile_get", "arguments": {"key": "city"}}}
+
+    def attempts(key: str, session: str, extra: dict[str, str]) -> list[tuple[str, int, str]]:
+        headers = {"Authorization": f"Bearer {key}", "Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY_PROTOCOL,
+                   "Accept": "application/json, text/event-stream", **extra}
+        seen = []
+        with httpx.Client(timeout=30) as http:
+            for method in ("POST", "DELETE", "GET"):
+                reply = http.request(method, http_url, headers=headers, json=call if method == "POST" else None)
+                seen.append((method, reply.status_code, reply.text))
+        return seen
+
+    async def main() -> None:
+        key, headers = owner
+        city = "Porto-" + secrets.token_hex(4)
+        async with mcp_http_client(http_url, key, headers=headers, event_hooks={"response": [note_session]},
+                                   mode="legacy") as client:
+            assert client.protocol_version == LEGACY_PROTOCOL  # what the strangers' requests claim too
+            _structured(await client.call_tool("profile_set", {"key": "city", "value": city}))
+            session = opened[0]
+            unknown = attempts(key, secrets.token_hex(16), headers)  # the answer for a session that is not there
+            assert {status for _, status, _ in unknown} == {404}
+            for other_key, extra in strangers:
+                got = await anyio.to_thread.run_sync(attempts, other_key, session, extra)
+                assert got == unknown, (other_key[:4], extra)
+            # None of it touched the session: it still answers, as alice.
+            assert _structured(await client.call_tool("profile_get", {"key": "city"}))["entry"]["value"] == city
+
+    anyio.run(main)
+
+
+def test_get_context_query_is_the_current_user_turn(tmp_path: Path) -> None:
+    """``get_context(query=…)``: the query is the user's current message, the last message of
+    the prompt and its current turn (not stored); one that the session already ends with is
+    not repeated."""
+    from hmem.mcp.server import build_server
+
+    question = "What could I cook tonight?"
+    with Memory.open(str(tmp_path), vectors="memory") as memory:
+        memory.add("alice", "s1", [{"role": "user", "content": "I'm vegetarian and live in Porto."},
+                                   {"role": "assistant", "content": "Noted!"}])
+
+        async def context(query: str) -> dict[str, Any]:
+            async with Client(build_server(memory, user="alice")) as client:
+                return _structured(await client.call_tool("get_context", {"session_id": "s1", "query": query}))
+
+        ctx = anyio.run(context, question)
+        chat = [(m["role"], m["content"]) for m in ctx["messages"] if m["role"] != "system"]
+        assert chat == [("user", "I'm vegetarian and live in Porto."), ("assistant", "Noted!"), ("user", question)]
+        current = next(t for t in ctx["report"]["tiers"] if t["tier"] == "current_turn")
+        assert current["tokens"] > 0 and current["kept"] == 1
+        assert [m.content for m in memory.history("alice", "s1")][-1] == "Noted!"  # the query was not stored
+
+        memory.add("alice", "s1", [{"role": "user", "content": question}])
+        again = anyio.run(context, question)
+        assert [m["content"] for m in again["messages"]].count(question) == 1
+
+
+def test_docs_http_client_snippet_runs_as_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/mcp.md's streamable HTTP client, run as a script against ``hmem mcp --transport
+    http`` started with the docs' keys (only the port differs)."""
+    page = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- skip: needs the HTTP server above running[^>]*-->\s*```python\n(.*?)```", page, re.S)
+    assert found, "docs/mcp.md lost its HTTP client block"
+    code = found.group(1)
+    assert "http://127.0.0.1:8765/mcp" in code
+    with _http_server(tmp_path, keys="k-alice:alice,k-bob:bob") as url:
+        exec(compile(code.replace("http://127.0.0.1:8765/mcp", url), "<docs/mcp.md HTTP client>", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert "is_error=False" in printed and "'query': 'allergies'" in printed

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -268,6 +269,25 @@ def test_readme_snippet_openai_base_url(tmp_path: Path) -> None:
         assert scope["reply"].choices[0].message.content == "Hello Alice!"
         assert roles(memory, session="chat-1") == [("user", "Hi, I'm Alice."),
                                                              ("assistant", "Hello Alice!")]
+
+
+def test_docs_server_timing_example_is_in_the_order_sent(tmp_path: Path) -> None:
+    """docs/proxy.md's ``Server-Timing`` example and its reading name the spans in the
+    order a response carries them."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "proxy.md").read_text(encoding="utf-8")
+    example = re.search(r"`Server-Timing` \(e\.g\. `([^`]*)`", page)
+    assert example, "docs/proxy.md lost its Server-Timing example"
+    documented = re.findall(r"(\w+);dur=", example.group(1))
+    with proxy(tmp_path) as (url, _memory, upstream):
+        upstream.reply("Noted.")
+        raw = client(url).chat.completions.with_raw_response.create(
+            model=MODEL, messages=[{"role": "user", "content": "I'm allergic to peanuts."}])
+    sent = [part.strip().split(";dur=")[0] for part in raw.headers["server-timing"].split(",")]
+    assert documented == sent
+    reading = " ".join(page[example.end():page.index("\n\n", example.end())].split())
+    said = {"parse": "read the body", "context": "assemble the context", "store": "store the turn",
+            "upstream": "for the upstream", "reply": "store the reply"}
+    assert sorted(said, key=lambda span: reading.index(said[span])) == sent
 
 
 README_SNIPPET = """\

@@ -197,7 +197,9 @@ def test_demo_never_uses_the_configured_redis_llm_or_embedding_endpoint(tmp_path
     args = Namespace(buffer_tokens=300, archive_on_evict=False, model=None)
     settings = Settings.from_env(env, **demo_overrides(args, str(tmp_path)))
     assert (settings.sessions, settings.summaries, settings.profile, settings.items) == ("sqlite",) * 4
-    assert settings.llm_model is None and settings.embed_provider == "local" and settings.embed_model is None
+    # The default embedder, as every other entry point: `hmem serve --data` answers from a kept demo store.
+    assert settings.llm_model is None and settings.embed_provider == Settings().embed_provider
+    assert settings.embed_model is None
 
 
 # -- export / import -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from hmem.cli.common import item_to_dict, profile_entry_to_dict
 from hmem.cli.views import context_to_dict, session_view, with_versions
-from hmem.errors import BudgetError, InvalidInput, NotFound
+from hmem.errors import BudgetError, EmbedderMismatch, InvalidInput, NotFound
 from hmem.memory import Memory
 from hmem.server.auth import Principal
 from hmem.server.ui._auth import FormTokens
@@ -165,7 +165,7 @@ def build_user_pages(
             try:
                 ctx = memory.context(user, session_id, question, model=model_name, budget=limit)
                 data = context_to_dict(ctx, memory, user)
-            except BudgetError as exc:  # the form stays, with what to change
+            except (BudgetError, EmbedderMismatch) as exc:  # the form stays, with what to change
                 error, status = str(exc), 409
         return pages.render(
             request, "ask.html", status=status, title=f"Ask as {user}", user=user, infos=infos, form=form,
