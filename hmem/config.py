@@ -117,6 +117,7 @@ class Settings:
     specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     cross_lingual: bool | None = None  # English <-> Chinese dictionary terms in the BM25 query; none = default (on)
+    recall_stages: tuple[str, ...] | None = None  # recall: run only these ranking stages (ablations); none = all
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40
