@@ -25,9 +25,9 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from hmem._checks import RECALL_WEIGHTS, check_weight
-from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url
 from hmem.errors import ConfigError
+from hmem.types import RELEVANCE_CUTOFF
 
 __all__ = ["Settings", "check_batching", "check_cache_size", "mask_url"]
 
