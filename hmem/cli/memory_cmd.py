@@ -27,6 +27,7 @@ from hmem.cli.common import (
 )
 from hmem.cli.views import render_context, table, text
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.views import context_to_dict, session_view, short
 
 if TYPE_CHECKING:
@@ -154,13 +155,9 @@ def run_context(args: argparse.Namespace) -> int:
 
 
 def run_recall(args: argparse.Namespace) -> int:
-    filters: dict[str, Any] = {}
-    if args.kind:
-        filters["kinds"] = args.kind
-    if args.session:
-        filters["session_id"] = args.session
+    options = RecallOptions(kinds=args.kind or None, session_id=args.session or None)
     with open_memory(args) as mem:
-        hits = mem.recall(args.user, args.query, args.k, **filters)
+        hits = mem.recall(args.user, args.query, args.k, options)
     data = {"user_id": args.user, "query": args.query, "k": args.k, "hits": [h.to_dict() for h in hits]}
 
     def render(console: Console) -> None:

@@ -39,6 +39,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.memory import Memory
 from hmem.types import ROLES, Hit, Message, ToolCall, check_id
 
@@ -234,7 +235,7 @@ class HmemRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None,
     ) -> list[Document]:
         limit = self.k if k is None else _check_k(k)
-        hits = self.memory.recall(self.user_id, query, limit, kinds=self.kinds, session_id=self.session_id)
+        hits = self.memory.recall(self.user_id, query, limit, RecallOptions(kinds=self.kinds, session_id=self.session_id))
         return [hit_to_document(h) for h in hits]
 
 

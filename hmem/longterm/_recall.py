@@ -13,24 +13,18 @@ Example (the store calls it so; it needs the embedding model)::
     >>> from hmem.backends.memory.vectors import MemoryVectorIndex
     >>> from hmem.backends.memory.lexical import MemoryLexicalIndex
     >>> from hmem.providers.embed import SentenceTransformerEmbedder
-    >>> from hmem.longterm._args import check_recall_args
     >>> from hmem.types import utcnow
     >>> ports = RecallPorts(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(),
     ...                     SentenceTransformerEmbedder())                     # doctest: +SKIP
-    >>> args = check_recall_args("u1", "tea", k=5, kinds=None, session_id=None, since=None, until=None,
-    ...                          metadata=None, fusion="weighted", recency_half_life=None,
-    ...                          importance_weight=0.0, mmr_lambda=None)
-    >>> run_recall(ports, LongTermConfig(), utcnow(), "u1", "tea", 5, args,
-    ...            fusion="weighted", mmr_lambda=None)                         # doctest: +SKIP
+    >>> run_recall(ports, LongTermConfig(), utcnow(), "u1", "tea", 5, RecallOptions())  # doctest: +SKIP
     []
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Literal
 
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
@@ -43,6 +37,7 @@ from hmem.longterm.crosslingual import CHINESE_PROBE, cc_cedict, cross_lingual_t
 from hmem.longterm.feedback import rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.stages import Diversity, Ranking
 from hmem.longterm.synonyms import expand_query
 from hmem.longterm.types import LongTermConfig
@@ -68,10 +63,11 @@ class RecallPorts:
 
 def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recall, passed on
     ports: RecallPorts, config: LongTermConfig, now: datetime, user_id: str, query: str, k: int,
-    args: Mapping[str, Any], *, fusion: Literal["rrf", "weighted"], mmr_lambda: float | None,
+    options: RecallOptions,
 ) -> list[Hit]:
-    """The ``k`` best hits for ``query``; ``args`` comes from :func:`check_recall_args`."""
-    flt: ItemFilter = args["filter"]
+    """The ``k`` best hits for ``query`` (user, query and ``k`` checked by the caller)."""
+    flt = options.item_filter
+    fusion = options.fusion or config.fusion
     # Up to rerank_depth hits, the depths are the config's, not k's: asking for more must not
     # reorder the first ones (a deeper candidate list changes min-max fusion, a larger head
     # what is re-ranked). A deeper ask (context() takes up to 200) searches deeper still.
@@ -92,7 +88,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         expanded = _with_translations(ports.lexical, user_id, expanded)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
     lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
-    eager = boosts_read_items(args["half_life"], args["importance_weight"], period=None, time_weight=0.0)
+    eager = boosts_read_items(options.half_life, options.importance_weight, period=None, time_weight=0.0)
     valid = _Confirmed(ports.items, user_id, flt, allowed, eager=eager)
     valid.confirm([h.id for h in dense] + [h.id for h in lexical])
     dense = [h for h in dense if h.id in valid]
@@ -103,9 +99,12 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
                       fusion=fusion, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
-                      embedder=ports.embedder, fused=fused, half_life=args["half_life"],
-                      importance_weight=args["importance_weight"])
-    stages = config.stages if mmr_lambda is None else (*config.stages, Diversity(mmr_lambda))
+                      embedder=ports.embedder, fused=fused, half_life=options.half_life,
+                      importance_weight=options.importance_weight)
+    stages = config.stages if options.stages is None else replace(
+        config, recall_stages=tuple(options.stages)).stages
+    if options.mmr_lambda is not None:
+        stages = (*stages, Diversity(options.mmr_lambda))
     for stage in stages:
         stage.apply(ranking)
     shown = valid.first(ranking.order, k)

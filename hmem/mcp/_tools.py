@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.types import Provenance
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def recall(
     """The ``k`` best items, each with its 1-based ``rank``, dates and retriever ranks."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
-    hits = memory.recall(user, query, k, kinds=kinds, session_id=session_id, since=since, until=until)
+    hits = memory.recall(user, query, k, RecallOptions(kinds=kinds, session_id=session_id, since=since, until=until))
     return {"query": query, "hits": [{"rank": n, **h.to_dict()} for n, h in enumerate(hits, 1)]}
 
 

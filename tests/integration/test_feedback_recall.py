@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from longterm_fixtures import Stack, make_stack
 
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermConfig
 
 pytestmark = pytest.mark.slow
@@ -106,9 +107,9 @@ def test_the_second_round_respects_filters_and_users(stack: Stack) -> None:
     assert all(h.item.user_id == "u1" for h in hits)
     # A session filter applies to round 2 as well: the answer's session is excluded.
     stack.store.remember("u1", "Maria adopted Pixel, and Elena helped.", session_id="s-other")
-    filtered = stack.store.recall("u1", QUESTION, k=K, session_id="s-other")
+    filtered = stack.store.recall("u1", QUESTION, k=K, options=RecallOptions(session_id="s-other"))
     assert [h.item.session_id for h in filtered] == ["s-other"]
-    filtered = stack.store.recall("u1", QUESTION, k=K, kinds="turn")
+    filtered = stack.store.recall("u1", QUESTION, k=K, options=RecallOptions(kinds="turn"))
     assert filtered == []
 
 
