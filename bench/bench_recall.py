@@ -34,6 +34,7 @@ from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
 from hmem.backends.sqlite.lexical import SqliteLexicalIndex
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermStore
 from hmem.providers.embed import CachedEmbedder, SentenceTransformerEmbedder, SqliteEmbeddingCache
 
@@ -132,12 +133,11 @@ def bench_store(root: Path, n_items: int, n_queries: int, batch: int) -> None:
     it = iter(qs)
     plain = timed(lambda: lt.recall("bench-user", next(it), k=10), n_queries)
     it = iter(q + " f" for q in qs)
-    filtered = timed(lambda: lt.recall("bench-user", next(it), k=10, kinds=["fact", "event"]), n_queries)
+    filtered = timed(lambda: lt.recall("bench-user", next(it), k=10, options=RecallOptions(kinds=["fact", "event"])), n_queries)
     it = iter(q + " s" for q in qs)
-    session = timed(lambda: lt.recall("bench-user", next(it), k=10, session_id="s7"), n_queries)
+    session = timed(lambda: lt.recall("bench-user", next(it), k=10, options=RecallOptions(session_id="s7")), n_queries)
     it = iter(q + " b" for q in qs)
-    boosted = timed(lambda: lt.recall("bench-user", next(it), k=10, recency_half_life=86400 * 30,
-                                      importance_weight=1.0, mmr_lambda=0.7), n_queries)
+    boosted = timed(lambda: lt.recall("bench-user", next(it), k=10, options=RecallOptions(recency_half_life=86400 * 30, importance_weight=1.0, mmr_lambda=0.7)), n_queries)
     qvec = model.embed(["a fixed query about the harbour"])[0]
     dense = timed(lambda: lt.vectors.query("bench-user", qvec, 50), n_queries)
     lexical = timed(lambda: lt.lexical.search("bench-user", "harbour jazz Lisbon", 50), n_queries)

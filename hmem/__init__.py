@@ -28,6 +28,7 @@ from hmem.errors import (
     NotFound,
     ProviderError,
 )
+from hmem.longterm.options import RecallOptions
 from hmem.memory import AddResult, Memory, MemoryOptions
 from hmem.session.window import WindowResult, hybrid_window, message_window, token_window
 from hmem.tokens import count_tokens, get_tokenizer
@@ -75,6 +76,7 @@ __all__ = [
     "ProfileEntry",
     "Provenance",
     "ProviderError",
+    "RecallOptions",
     "SessionInfo",
     "SessionState",
     "SessionSummary",

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from hmem._primitives import RELEVANCE_CUTOFF
 from hmem.assembly.assemble import TierCaps, check_relevance_cutoff
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import InvalidInput
+from hmem.types import RELEVANCE_CUTOFF
 
 if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no store code)
     from datetime import datetime

@@ -24,8 +24,7 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from hmem.memory import Memory
-from hmem.protocols import ProfileStore
+from hmem.memory import Memory, ProfileView
 
 if TYPE_CHECKING:
     from hmem.config import Settings
@@ -57,18 +56,16 @@ def _in_thread(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate
 
 
 class AsyncProfile:
-    """Async view of a :class:`~hmem.protocols.ProfileStore` (same methods, awaited)."""
+    """Async view of :attr:`Memory.profile <hmem.memory.Memory.profile>` (same methods, awaited)."""
 
-    def __init__(self, store: ProfileStore) -> None:
-        self._target = store
+    def __init__(self, view: ProfileView) -> None:
+        self._target = view
 
-    set = _in_thread(ProfileStore.set)
-    get = _in_thread(ProfileStore.get)
-    delete = _in_thread(ProfileStore.delete)
-    all = _in_thread(ProfileStore.all)
-    history = _in_thread(ProfileStore.history)
-    delete_user = _in_thread(ProfileStore.delete_user)
-    close = _in_thread(ProfileStore.close)
+    set = _in_thread(ProfileView.set)
+    get = _in_thread(ProfileView.get)
+    delete = _in_thread(ProfileView.delete)
+    all = _in_thread(ProfileView.all)
+    history = _in_thread(ProfileView.history)
 
 
 class AsyncMemory:

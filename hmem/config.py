@@ -26,9 +26,9 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from hmem._checks import RECALL_WEIGHTS, check_weight
-from hmem._primitives import RELEVANCE_CUTOFF
 from hmem._secrets import has_unencoded_userinfo, mask_url, url_secrets
 from hmem.errors import ConfigError
+from hmem.types import RELEVANCE_CUTOFF
 
 __all__ = ["Settings", "check_batching", "check_cache_size", "mask_url", "secrets_in_env"]
 
@@ -118,6 +118,7 @@ class Settings:
     specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     cross_lingual: bool | None = None  # English <-> Chinese dictionary terms in the BM25 query; none = default (on)
+    recall_stages: tuple[str, ...] | None = None  # recall: run only these ranking stages (ablations); none = all
     window_policy: WindowPolicyName = "hybrid"
     buffer_tokens: int = 4000
     buffer_messages: int = 40

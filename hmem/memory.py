@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -42,6 +42,7 @@ from hmem._worker import SerialWorker
 from hmem.assembly.assemble import TierCaps, assemble
 from hmem.assembly.render import ContextTemplate
 from hmem.config import Settings
+from hmem.longterm.options import RecallOptions
 from hmem.protocols import ProfileStore, Tokenizer
 from hmem.tokens import get_tokenizer
 from hmem.types import (
@@ -49,6 +50,9 @@ from hmem.types import (
     Hit,
     MemoryItem,
     Message,
+    ProfileEntry,
+    ProfileValue,
+    Provenance,
     SessionInfo,
     SessionSummary,
     check_id,
@@ -59,9 +63,46 @@ if TYPE_CHECKING:
     from hmem.longterm.types import RememberResult
     from hmem.protocols import LLM, Embedder, VectorIndex
 
-__all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "Memory", "MemoryOptions", "MemoryParts"]
+__all__ = ["SYSTEM_PROMPT_ID", "AddResult", "FactExtractor", "Memory", "MemoryOptions", "MemoryParts", "ProfileView"]
 
 log = logging.getLogger("hmem.memory")
+
+
+class ProfileView:
+    """The user-facing methods of the profile store behind a :class:`Memory` (no
+    ``close()`` or ``delete_user()``: the Memory owns the store).
+
+    Example::
+
+        mem.profile.set("u1", "city", "Paris")
+        mem.profile.get("u1", "city").value, [e.value for e in mem.profile.history("u1", "city")]
+    """
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: ProfileStore) -> None:
+        self._store = store
+
+    def set(self, user_id: str, key: str, value: ProfileValue, *, provenance: Provenance | None = None,
+            confidence: float = 1.0, at: datetime | None = None) -> ProfileEntry:
+        """Make ``value`` the current value of ``key`` (the old one stays in history)."""
+        return self._store.set(user_id, key, value, provenance=provenance, confidence=confidence, at=at)
+
+    def get(self, user_id: str, key: str) -> ProfileEntry | None:
+        """The key's newest entry (``is_current`` False when it was deleted), or None."""
+        return self._store.get(user_id, key)
+
+    def delete(self, user_id: str, key: str, *, provenance: Provenance | None = None) -> bool:
+        """Remove the current value; history records the deletion. True if it existed."""
+        return self._store.delete(user_id, key, provenance=provenance)
+
+    def all(self, user_id: str) -> list[ProfileEntry]:
+        """Current entries, most recently set first."""
+        return self._store.all(user_id)
+
+    def history(self, user_id: str, key: str) -> list[ProfileEntry]:
+        """Every version of the key, oldest first (deletions have ``value=None``)."""
+        return self._store.history(user_id, key)
 
 
 class Memory:
@@ -123,9 +164,10 @@ class Memory:
         return memory
 
     @property
-    def profile(self) -> ProfileStore:
-        """The user profiles: ``mem.profile.set(user, key, value)``, ``.get``, ``.all``, ``.history``."""
-        return self._parts.profile
+    def profile(self) -> ProfileView:
+        """The user profiles: ``mem.profile.set(user, key, value)``, ``.get``, ``.delete``,
+        ``.all``, ``.history`` (erasing a whole user is :meth:`forget_user`)."""
+        return ProfileView(self._parts.profile)
 
     @property
     def options(self) -> MemoryOptions:
@@ -173,21 +215,14 @@ class Memory:
         template: ContextTemplate | None = None,
         truncate_current_turn: bool = False,
         relevance_cutoff: float | Literal["default"] | None = "default",
-        kinds: Iterable[str] | str | None = None,
-        since: When | None = None,
-        until: When | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        fusion: Literal["rrf", "weighted"] | None = None,
-        recency_half_life: timedelta | float | None = None,
-        importance_weight: float = 0.0,
-        mmr_lambda: float | None = None,
+        recall: RecallOptions | None = None,
         pending: Iterable[Message | Mapping[str, Any]] | None = None,
     ) -> AssembledContext:
         """The prompt for the next model call, within ``budget`` tokens (default: the
         model's context window minus ``reply_reserve``, default ``options.reply_reserve``).
 
-        Recalls with ``query`` (default: the session's last user message; ``kinds`` …
-        ``mmr_lambda`` as in :meth:`recall`) as deep as the budget could use, then
+        Recalls with ``query`` (default: the session's last user message; ``recall``: the
+        filters and ranking, as in :meth:`recall`) as deep as the budget could use, then
         assembles system prompt, current turn, history, summary, profile and recalled
         items in that priority order. The recalled tier takes hits best first until its
         share of the budget is used or the next hit scores below ``relevance_cutoff``
@@ -209,10 +244,7 @@ class Memory:
         bound, fetch = reads.context_depth(limit, k, self.options.recall_k, len(shown))
         hits: list[Hit] = []
         if query and query.strip() and bound != 0:
-            candidates = self._longterm.recall(
-                user, query, fetch, kinds=kinds, since=since, until=until, metadata=metadata,
-                fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
-                mmr_lambda=mmr_lambda)
+            candidates = self._longterm.recall(user, query, fetch, recall)
             hits = reads.distinct_sources(candidates, exclude=shown)
         return assemble(
             buffer, tokenizer=tokenizer, budget=limit, system_prompt=prompt,
@@ -241,31 +273,18 @@ class Memory:
         return self._longterm.remember(user_id, text, kind, importance, metadata, session_id=session_id,
                                        source_message_id=source_message_id, created_at=created_at)
 
-    def recall(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 10,
-        *,
-        kinds: Iterable[str] | str | None = None,
-        session_id: str | None = None,
-        since: When | None = None,
-        until: When | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        fusion: Literal["rrf", "weighted"] | None = None,
-        recency_half_life: timedelta | float | None = None,
-        importance_weight: float = 0.0,
-        mmr_lambda: float | None = None,
-    ) -> list[Hit]:
+    def recall(self, user_id: str, query: str, k: int = 10, options: RecallOptions | None = None) -> list[Hit]:
         """The user's ``k`` long-term items most relevant to ``query`` (hybrid BM25 +
-        embeddings), each explaining its ranks and scores. Filters: ``kinds``,
-        ``session_id``, ``since``/``until`` (created), ``metadata`` (equal values);
-        ranking: ``fusion``, ``recency_half_life`` (seconds), ``importance_weight``,
-        ``mmr_lambda`` (diversity)."""
-        return self._longterm.recall(
-            user_id, query, k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
-            fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
-            mmr_lambda=mmr_lambda)
+        embeddings), each explaining its ranks and scores. ``options`` filters (kinds,
+        session, dates, metadata) and ranks (fusion, recency, importance, diversity,
+        stages): :class:`~hmem.longterm.options.RecallOptions`.
+
+        Example::
+
+            mem.recall("u1", "what food should I avoid?", k=5,
+                       options=RecallOptions(kinds="preference", since="2024-01-01"))
+        """
+        return self._longterm.recall(user_id, query, k, options)
 
     def forget(
         self,

@@ -28,7 +28,6 @@ from typing import TypeVar
 
 from hmem._checks import check_int_at_least, check_tokenizer, is_finite
 from hmem._groups import group_messages, is_orphan_tool, split_current_turn
-from hmem._primitives import RELEVANCE_CUTOFF
 from hmem.assembly._fit import TRUNCATION_MARKER, drop_until_fits, greedy, memory_candidates, truncate_turn
 from hmem.assembly._report import dropped_item, report_items, stop_reasons, summarize
 from hmem.assembly._shares import flex_caps, tier_demand
@@ -37,6 +36,7 @@ from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import BudgetError, InvalidInput
 from hmem.protocols import Tokenizer
 from hmem.types import (
+    RELEVANCE_CUTOFF,
     TIERS,
     AssembledContext,
     Hit,

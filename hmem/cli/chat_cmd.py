@@ -24,9 +24,10 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from hmem.cli.common import Output, common_parent, non_negative_int, open_memory, settings_from_args
-from hmem.cli.views import context_to_dict, render_context, text
+from hmem.cli.views import render_context, text
 from hmem.errors import HmemError
 from hmem.types import check_id
+from hmem.views import context_to_dict
 
 if TYPE_CHECKING:
     from rich.console import Console

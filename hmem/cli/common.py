@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from hmem.config import Settings
     from hmem.memory import Memory
     from hmem.protocols import LLM
-    from hmem.types import Hit, MemoryItem, ProfileEntry
 
 #: Width of text output when stdout is not a terminal (and $COLUMNS is unset).
 PIPE_WIDTH = 140
@@ -44,13 +43,9 @@ __all__ = [
     "PIPE_WIDTH",
     "Output",
     "common_parent",
-    "hit_to_dict",
-    "item_to_dict",
     "open_memory",
-    "profile_entry_to_dict",
     "read_json_file",
     "settings_from_args",
-    "short",
     "to_jsonable",
 ]
 
@@ -177,60 +172,15 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def short(text: str | None, limit: int = 100) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # -- records as dicts ------------------------------------------------------------------
 
 
-def item_to_dict(item: MemoryItem) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "text": item.text,
-        "kind": item.kind,
-        "importance": item.importance,
-        "session_id": item.session_id,
-        "source_message_id": item.source_message_id,
-        "speaker": item.speaker,
-        "created_at": item.created_at.isoformat(),
-        "updated_at": item.updated_at.isoformat(),
-        "metadata": dict(item.metadata),
-    }
 
 
-def hit_to_dict(hit: Hit) -> dict[str, Any]:
-    return {
-        **item_to_dict(hit.item),
-        "score": hit.score,
-        "fused_score": hit.fused_score,
-        "lexical_rank": hit.lexical_rank,
-        "lexical_score": hit.lexical_score,
-        "dense_rank": hit.dense_rank,
-        "dense_score": hit.dense_score,
-        "boosts": dict(hit.boosts),
-        "round": hit.round,
-    }
 
 
-def profile_entry_to_dict(entry: ProfileEntry) -> dict[str, Any]:
-    value = list(entry.value) if isinstance(entry.value, tuple) else entry.value
-    return {
-        "key": entry.key,
-        "value": value,
-        "valid_from": entry.valid_from.isoformat(),
-        "valid_to": entry.valid_to.isoformat() if entry.valid_to else None,
-        "confirmed_at": entry.confirmed_at.isoformat() if entry.confirmed_at else None,
-        "confidence": entry.confidence,
-        "current": entry.is_current,
-        "provenance": {
-            "source": entry.provenance.source,
-            "session_id": entry.provenance.session_id,
-            "message_id": entry.provenance.message_id,
-        },
-    }
 
 
 # -- input ------------------------------------------------------------------------------

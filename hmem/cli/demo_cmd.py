@@ -37,8 +37,9 @@ from contextlib import ExitStack
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from hmem.cli.common import Output, common_parent, non_negative_int, open_memory, positive_int, short
-from hmem.cli.views import context_to_dict, render_context, table, text
+from hmem.cli.common import Output, common_parent, non_negative_int, open_memory, positive_int
+from hmem.cli.views import render_context, table, text
+from hmem.views import context_to_dict, short
 
 if TYPE_CHECKING:
     from rich.console import Console

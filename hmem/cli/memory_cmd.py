@@ -19,17 +19,16 @@ from hmem.cli.common import (
     Output,
     add_intermixed_parser,
     common_parent,
-    hit_to_dict,
-    item_to_dict,
     non_negative_int,
     open_memory,
     positive_int,
     read_json_file,
     read_text_arg,
-    short,
 )
-from hmem.cli.views import context_to_dict, render_context, session_view, table, text
+from hmem.cli.views import render_context, table, text
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
+from hmem.views import context_to_dict, session_view, short
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -105,7 +104,7 @@ def add_result_to_dict(result: AddResult) -> dict[str, Any]:
             "confirmed": list(result.profile.confirmed),
             "deleted": list(result.profile.deleted),
         },
-        "facts": [{"status": f.status, **item_to_dict(f.item)} for f in result.facts],
+        "facts": [{"status": f.status, **f.item.to_dict()} for f in result.facts],
         "compaction": None if compaction is None else {
             "evicted": compaction.evicted,
             "kept": compaction.kept,
@@ -156,14 +155,10 @@ def run_context(args: argparse.Namespace) -> int:
 
 
 def run_recall(args: argparse.Namespace) -> int:
-    filters: dict[str, Any] = {}
-    if args.kind:
-        filters["kinds"] = args.kind
-    if args.session:
-        filters["session_id"] = args.session
+    options = RecallOptions(kinds=args.kind or None, session_id=args.session or None)
     with open_memory(args) as mem:
-        hits = mem.recall(args.user, args.query, args.k, **filters)
-    data = {"user_id": args.user, "query": args.query, "k": args.k, "hits": [hit_to_dict(h) for h in hits]}
+        hits = mem.recall(args.user, args.query, args.k, options)
+    data = {"user_id": args.user, "query": args.query, "k": args.k, "hits": [h.to_dict() for h in hits]}
 
     def render(console: Console) -> None:
         rows = table(

@@ -20,7 +20,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from hmem.cli.common import Output, common_parent, open_memory, profile_entry_to_dict
+from hmem.cli.common import Output, common_parent, open_memory
 from hmem.cli.views import table, text
 from hmem.errors import NotFound
 
@@ -102,7 +102,7 @@ def run_get(args: argparse.Namespace) -> int:
             if entry is None:
                 raise NotFound(f"user {args.user!r} has no profile key {args.key!r} (see: hmem profile get {args.user})")
             entries = [entry]
-    rows = [profile_entry_to_dict(e) for e in entries]
+    rows = [e.to_dict() for e in entries]
     data: dict[str, Any] = {"user_id": args.user, "profile": rows}
     if args.key is not None:
         data = {"user_id": args.user, **rows[0]}
@@ -116,7 +116,7 @@ def run_set(args: argparse.Namespace) -> int:
     value = parse_value(args.value)
     with open_memory(args) as mem:
         entry = mem.profile.set(args.user, args.key, value, provenance=Provenance("api"), confidence=args.confidence)
-    row = profile_entry_to_dict(entry)
+    row = entry.to_dict()
     Output(args.json).emit({"user_id": args.user, **row}, lambda c: _render_entries(c, "Set", [row]))
     return 0
 
@@ -136,7 +136,7 @@ def run_history(args: argparse.Namespace) -> int:
         history = mem.profile.history(args.user, args.key)
     if not history:
         raise NotFound(f"user {args.user!r} never had profile key {args.key!r}")
-    rows = [profile_entry_to_dict(e) for e in history]
+    rows = [e.to_dict() for e in history]
     data = {"user_id": args.user, "key": history[0].key, "history": rows}
     Output(args.json).emit(data, lambda c: _render_entries(c, f"History of {args.key!r} ({len(rows)} versions)", rows))
     return 0

@@ -15,8 +15,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from hmem.cli.common import Output, common_parent, non_negative_int, settings_from_args, short
+from hmem.cli.common import Output, common_parent, non_negative_int, settings_from_args
 from hmem.cli.views import table, text
+from hmem.views import short
 
 if TYPE_CHECKING:
     from rich.console import Console

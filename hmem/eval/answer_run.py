@@ -37,8 +37,8 @@ from hmem.longterm.types import check_k
 from hmem.types import renamed
 
 if TYPE_CHECKING:
-    from hmem._assembly_types import AssembledContext
     from hmem.memory import Memory
+    from hmem.types import AssembledContext
 
 __all__ = [
     "ANSWER_BUDGETS",

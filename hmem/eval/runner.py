@@ -48,6 +48,7 @@ from hmem.eval.answer_run import (
 from hmem.eval.metrics import DEFAULT_KS, QuestionResult, Report, aggregate
 from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
 from hmem.eval.opener import check_settings, default_opener
+from hmem.longterm.options import RecallOptions
 from hmem.types import Hit, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -358,8 +359,8 @@ def _retrieve(mem: Memory, cfg: EvalConfig, q: EvalQuestion, want: int) -> list[
     # many items so the first ``want`` *distinct* turns are usually all there.
     depth = min(2 * want, 1000)
     if cfg.kind == "recall":
-        hits: list[Hit] = mem.recall(user, q.question, depth, fusion=cfg.fusion,
-                                     recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight)
+        hits: list[Hit] = mem.recall(user, q.question, depth, RecallOptions(
+            fusion=cfg.fusion, recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight))
         return _distinct_turns(h.item.source_message_id for h in hits)
     # Single-retriever ablations rank with the long-term store's own indexes (the ones
     # recall fuses), so they rank exactly what hybrid recall sees.

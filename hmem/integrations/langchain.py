@@ -40,6 +40,7 @@ from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.memory import Memory
 from hmem.types import ROLES, Hit, Message, ToolCall, check_id
 
@@ -243,8 +244,8 @@ class HmemRetriever(BaseRetriever):
             raise InvalidInput(f"unknown argument {name!r} for HmemRetriever.invoke: it takes k, kinds and "
                                "session_id per call", field=name)
         limit = self.k if k is None else _check_k(k)
-        hits = self.memory.recall(self.user_id, query, limit, kinds=self.kinds if kinds is None else kinds,
-                                  session_id=self.session_id if session_id is None else session_id)
+        hits = self.memory.recall(self.user_id, query, limit, RecallOptions(
+            kinds=self.kinds if kinds is None else kinds, session_id=self.session_id if session_id is None else session_id))
         return [hit_to_document(h) for h in hits]
 
     async def _aget_relevant_documents(

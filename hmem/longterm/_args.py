@@ -18,10 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hmem._checks import is_finite
-from hmem._primitives import check_utf8
 from hmem.errors import InvalidInput
 from hmem.longterm.supersede import check_claim_metadata
-from hmem.longterm.types import check_k
 from hmem.protocols import ItemFilter
 from hmem.types import (
     JSONScalar,
@@ -31,6 +29,7 @@ from hmem.types import (
     check_id,
     check_not_future,
     check_text,
+    check_utf8,
     coerce_messages,
 )
 
@@ -42,9 +41,10 @@ __all__ = [
     "check_entries",
     "check_entry",
     "check_forget_filter",
+    "check_kinds",
     "check_metadata",
-    "check_recall_args",
     "dense_where",
+    "half_life",
     "index_metadata",
     "prepare_turns",
 ]
@@ -197,7 +197,7 @@ def prepare_turns(
     return entries, skipped
 
 
-def _kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
+def check_kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
     if kinds is None:
         return None
     if isinstance(kinds, str):
@@ -210,7 +210,7 @@ def _kinds(kinds: Iterable[str] | str | None) -> frozenset[str] | None:
     return out
 
 
-def _half_life(value: object) -> timedelta:
+def half_life(value: object) -> timedelta:
     """A positive timedelta from a timedelta or seconds; huge or non-finite numbers are
     InvalidInput (``timedelta`` itself would raise OverflowError past ~2.7 million years)."""
     half_life: timedelta | None = None
@@ -235,39 +235,6 @@ def _half_life(value: object) -> timedelta:
 
 
 _MAX_SECONDS = timedelta.max.total_seconds()
-
-
-def check_recall_args(
-    user_id: object, query: object, *, k: object, kinds: Iterable[str] | str | None, session_id: object,
-    since: object, until: object, metadata: object, fusion: object, recency_half_life: object,
-    importance_weight: object, mmr_lambda: object,
-) -> dict[str, Any]:
-    """Validate :meth:`LongTermStore.recall` arguments; return the filter and knobs."""
-    check_id(user_id, "user_id")
-    check_text(query, "query", allow_empty=False)
-    check_k(k)
-    if fusion not in ("rrf", "weighted"):
-        raise InvalidInput(f"fusion must be 'rrf' or 'weighted', got {fusion!r}", field="fusion")
-    lo = None if since is None else as_datetime(since, "since")
-    hi = None if until is None else as_datetime(until, "until")
-    if lo is not None and hi is not None and lo > hi:
-        raise InvalidInput("since must not be after until", field="since")
-    half_life = None if recency_half_life is None else _half_life(recency_half_life)
-    if isinstance(importance_weight, bool) or not isinstance(importance_weight, int | float) or not (
-        is_finite(importance_weight) and importance_weight >= 0
-    ):
-        raise InvalidInput("importance_weight must be a finite number >= 0", field="importance_weight")
-    if mmr_lambda is not None and (
-        isinstance(mmr_lambda, bool) or not isinstance(mmr_lambda, int | float) or not 0.0 <= mmr_lambda <= 1.0
-    ):
-        raise InvalidInput("mmr_lambda must be a number in [0, 1] or None", field="mmr_lambda")
-    flt = ItemFilter(
-        kinds=_kinds(kinds),
-        session_id=None if session_id is None else check_id(session_id, "session_id"),
-        since=lo, until=hi,
-        metadata=None if metadata is None else (check_metadata(metadata) or None),
-    )
-    return {"filter": flt, "half_life": half_life, "importance_weight": float(importance_weight)}
 
 
 def check_forget_filter(
@@ -295,7 +262,7 @@ def check_forget_filter(
             raise InvalidInput("before must be later than 0001-01-01T00:00:00Z", field="before")
         until = moment - timedelta(microseconds=1)  # before is exclusive
     return ItemFilter(
-        ids=id_set, kinds=_kinds(kinds), session_id=None if session_id is None else check_id(session_id, "session_id"),
+        ids=id_set, kinds=check_kinds(kinds), session_id=None if session_id is None else check_id(session_id, "session_id"),
         until=until,
     )
 

@@ -1,10 +1,7 @@
-"""The read path of :meth:`hmem.longterm.store.LongTermStore.recall`: fetch candidates
-from both retrievers (I/O through the ports), keep the ones the item store confirms,
-then rank them with the pure functions of :mod:`hmem.longterm._rank`. With
-``config.feedback_rounds`` > 1, each further round searches BM25 again with the query
-expanded by the top hits' own words (:mod:`hmem.longterm.feedback`) and merges what it
-finds; a round that brings nothing new into the re-ranked head is dropped and ends the
-loop. The retrieval depth (``max(config.candidates, 3k)``) and the head
+"""The read path of :meth:`hmem.longterm.store.LongTermStore.recall`: candidates from
+both retrievers (I/O through the ports: dense vectors and sentence keys, BM25 with the
+query's synonyms and translations), kept when the item store confirms them, fused, then
+ranked by the stages of ``config.stages`` in order (:mod:`hmem.longterm.stages`). The retrieval depth (``max(config.candidates, 3k)``) and the head
 (``max(config.rerank_depth, k)``) do not depend on ``k`` up to ``rerank_depth`` (100): the
 first hits of ``recall(q, 10)`` are the first of ``recall(q, 100)``.
 Unless a boost reads them, the candidates' items are read only for the few hits that
@@ -16,48 +13,32 @@ Example (the store calls it so; it needs the embedding model)::
     >>> from hmem.backends.memory.vectors import MemoryVectorIndex
     >>> from hmem.backends.memory.lexical import MemoryLexicalIndex
     >>> from hmem.providers.embed import SentenceTransformerEmbedder
-    >>> from hmem.longterm._args import check_recall_args
     >>> from hmem.types import utcnow
     >>> ports = RecallPorts(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(),
     ...                     SentenceTransformerEmbedder())                     # doctest: +SKIP
-    >>> args = check_recall_args("u1", "tea", k=5, kinds=None, session_id=None, since=None, until=None,
-    ...                          metadata=None, fusion="weighted", recency_half_life=None,
-    ...                          importance_weight=0.0, mmr_lambda=None)
-    >>> run_recall(ports, LongTermConfig(), utcnow(), "u1", "tea", 5, args,
-    ...            fusion="weighted", mmr_lambda=None)                         # doctest: +SKIP
+    >>> run_recall(ports, LongTermConfig(), utcnow(), "u1", "tea", 5, RecallOptions())  # doctest: +SKIP
     []
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
-from functools import partial
-from typing import Any, Literal
 
-from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
-    Scored,
-    best_first,
-    boosted_scores,
     boosts_read_items,
-    demote_questions,
     fusion_rrf,
     fusion_weighted,
-    promote_specific,
-    question_share,
-    session_support,
-    specificity,
     to_hits,
 )
 from hmem.longterm.crosslingual import CHINESE_PROBE, cc_cedict, cross_lingual_terms, holds_chinese
-from hmem.longterm.dates import query_period
-from hmem.longterm.feedback import SCAN_CHARS, expansion_terms, merge_round, rounds_of
-from hmem.longterm.index_text import MAX_INDEX_CHARS, dense_text
+from hmem.longterm.feedback import rounds_of
+from hmem.longterm.index_text import MAX_INDEX_CHARS
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
-from hmem.longterm.supersede import is_superseded
+from hmem.longterm.options import RecallOptions
+from hmem.longterm.stages import Diversity, Ranking
 from hmem.longterm.synonyms import expand_query
 from hmem.longterm.types import LongTermConfig
 from hmem.protocols import Embedder, ItemFilter, ItemStore, LexicalIndex, ScoredId, VectorIndex
@@ -67,10 +48,6 @@ __all__ = ["RecallPorts", "run_recall"]
 
 #: Above this many allowed ids, the dense side filters by ``where`` instead of by ids.
 _MAX_ID_FILTER = 20_000
-#: A feedback round contrasts its top hits with this many of the previous round's best
-#: candidates (the background of :func:`expansion_terms`). 100 or 300 did no better on
-#: LoCoMo (docs/longterm.md) and cost more.
-_FEEDBACK_BACKGROUND = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +63,11 @@ class RecallPorts:
 
 def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recall, passed on
     ports: RecallPorts, config: LongTermConfig, now: datetime, user_id: str, query: str, k: int,
-    args: Mapping[str, Any], *, fusion: Literal["rrf", "weighted"], mmr_lambda: float | None,
+    options: RecallOptions,
 ) -> list[Hit]:
-    """The ``k`` best hits for ``query``; ``args`` comes from :func:`check_recall_args`."""
-    flt: ItemFilter = args["filter"]
+    """The ``k`` best hits for ``query`` (user, query and ``k`` checked by the caller)."""
+    flt = options.item_filter
+    fusion = options.fusion or config.fusion
     # Up to rerank_depth hits, the depths are the config's, not k's: asking for more must not
     # reorder the first ones (a deeper candidate list changes min-max fusion, a larger head
     # what is re-ranked). A deeper ask (context() takes up to 200) searches deeper still.
@@ -110,11 +88,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         expanded = _with_translations(ports.lexical, user_id, expanded)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
     lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
-    # Recency stays a tie-breaker (a multiplier buries old evidence); a date the question
-    # names is a boost for what was said in it or about it.
-    period = query_period(query, now.date()) if config.time_weight else None
-    eager = boosts_read_items(args["half_life"], args["importance_weight"], period=period,
-                              time_weight=config.time_weight)
+    eager = boosts_read_items(options.half_life, options.importance_weight, period=None, time_weight=0.0)
     valid = _Confirmed(ports.items, user_id, flt, allowed, eager=eager)
     valid.confirm([h.id for h in dense] + [h.id for h in lexical])
     dense = [h for h in dense if h.id in valid]
@@ -123,128 +97,19 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
-    boost = partial(boosted_scores, now=now, half_life=args["half_life"], importance_weight=args["importance_weight"],
-                    period=period, time_weight=config.time_weight, said_in_period={})
-    scored = boost(fused, valid)
-    order = best_first(scored)
-    heads, kept = [(1, set(order[:head]))], 1  # each kept round's head: who found what (Hit.round)
-    for round_no in range(2, config.feedback_rounds + 1):
-        valid.fetch(order[: max(k, _FEEDBACK_BACKGROUND)])  # the leads and background, in one read
-        leads = _distinct_sources(order, valid, config.feedback_docs)
-        more = _feedback_search(ports, config, user_id, lexical_query, leads=leads, order=order, valid=valid,
-                                allowed=allowed, depth=depth, head=head)
-        if not more:
-            break  # no expansion words, or the search found nothing besides the leads
-        merged = merge_round(fused, more, config.feedback_weight, leads=leads,
-                             rrf_k=config.rrf_k if fusion == "rrf" else None)
-        merged = {d: v for d, v in merged.items() if d in valid}  # drops the unconfirmed (see _feedback_search)
-        rescored = boost(merged, valid)
-        reordered = best_first(rescored)
-        new_head = set(reordered[:head])
-        if new_head <= set().union(*(held for _, held in heads)):
-            break  # nothing new: this round's re-ranking is not kept, and a next one would repeat it
-        fused, scored, order, kept = merged, rescored, reordered, round_no
-        heads.append((round_no, new_head))
-    # Each reorders the head (its items are read once, by the first) and leaves the rest
-    # below it: a step changes the head's order, never who is in it.
-    if config.session_weight:
-        def support(pool: list[str]) -> list[str]:
-            places = {d: (it.session_id, it.created_at) if (it := valid[d]).session_id else None for d in pool}
-            return session_support(pool, scored, places, config.session_weight)
-        order = _reorder_head(order, valid, head, support)
-    if config.question_weight:
-        # After session support: a question still tells which session is on the topic,
-        # it is only a poor answer.
-        def demote(pool: list[str]) -> list[str]:
-            shares = {d: question_share(it.text) for d in pool if (it := valid[d]).kind == "turn"}
-            return demote_questions(pool, scored, shares, config.question_weight)
-        order = _reorder_head(order, valid, head, demote)
-    if config.specific_weight:
-        def promote(pool: list[str]) -> list[str]:
-            texts = [query[:SCAN_CHARS], *(valid[d].text[:SCAN_CHARS] for d in pool)]
-            stats = ports.lexical.term_stats(user_id, texts)
-            asked = stats.terms[0].keys()
-            specific = {d: specificity(terms, stats.documents, asked, config.specific_share)
-                        for d, terms in zip(pool, stats.terms[1:], strict=True)}
-            return promote_specific(pool, scored, specific, config.specific_weight)
-        order = _reorder_head(order, valid, head, promote)
-    order = _demote_superseded(order, valid, scored, config.superseded_weight, head)
-    if mmr_lambda is not None and order:
-        pool = valid.first(order, max(k * 3, 30))
-        vecs = dict(zip(pool, ports.embedder.embed([dense_text(valid[d]) for d in pool]), strict=True))
-        picked = fz.mmr(pool, {d: scored[d][0] for d in pool}, vecs, k, mmr_lambda)
-        for d, mmr_score in picked:
-            scored[d][1]["mmr"] = mmr_score
-        order = [d for d, _ in picked]
-    shown = valid.first(order, k)
-    return to_hits(shown, scored, fused, valid, lexical=lexical, dense=dense, rounds=rounds_of(shown, heads, kept))
-
-
-def _reorder_head(order: Sequence[str], valid: _Confirmed, n: int,
-                  reorder: Callable[[list[str]], list[str]]) -> list[str]:
-    """``order`` with its first ``n`` readable ids put in the order ``reorder`` gives them."""
-    pool = valid.first(order, n)
-    head = set(pool)
-    return reorder(pool) + [d for d in order if d not in head]
-
-
-def _demote_superseded(order: Sequence[str], valid: _Confirmed, scored: Scored, weight: float,
-                       head: int) -> list[str]:
-    """``order`` with superseded items among the first ``head`` scored ``weight`` times lower
-    (``boosts["superseded"]``), so the newer version of a claim ranks first. Only the
-    head's items are read, plus as many below them as are demoted (they may move up)."""
-    shown = valid.first(order, head)
-    stale = sum(is_superseded(valid[d]) for d in shown)
-    if not stale or weight >= 1.0:
-        return list(order)
-
-    def demote(pool: list[str]) -> list[str]:
-        for d in pool:
-            if is_superseded(valid[d]):
-                score, boosts = scored[d]
-                scored[d] = (score * weight, {**boosts, "superseded": weight})
-        return sorted(pool, key=lambda d: (-scored[d][0], d))
-    return _reorder_head(order, valid, head + stale, demote)
-
-
-def _feedback_search(
-    ports: RecallPorts, config: LongTermConfig, user_id: str, query: str, *, leads: Sequence[str],
-    order: Sequence[str], valid: _Confirmed, allowed: set[str] | None, depth: int, head: int,
-) -> list[tuple[str, float]]:
-    """BM25 (id, score) pairs, the ``leads`` left out, for ``query`` expanded by the leads'
-    words against the rest of ``order``. Items met for the first time among the round's
-    ``head`` best are confirmed and added to ``valid``; the deeper ones are not (the
-    caller drops them after normalising): an item the first round did not find starts
-    from 0, so it trails the ``head`` above it in this round and cannot reach the head
-    (unless a recency or importance boost reorders them)."""
-    background = [it.text for d in order[:_FEEDBACK_BACKGROUND]
-                  if d not in leads and (it := valid.get(d)) is not None]  # None: deleted meanwhile
-    terms = expansion_terms(query, [valid[d].text for d in leads], background, config.feedback_terms)
-    if not terms:
-        return []
-    extra = " ".join(terms)
-    expanded = f"{query[: MAX_INDEX_CHARS - len(extra) - 1]} {extra}"
-    found = [h for h in ports.lexical.search(user_id, expanded, depth, allowed_ids=allowed) if h.id not in leads]
-    valid.confirm(h.id for h in found[:head])
-    return [(h.id, h.score) for h in found]
-
-
-def _distinct_sources(order: Sequence[str], valid: Mapping[str, MemoryItem], n: int) -> list[str]:
-    # A fact and the turn it was extracted from say the same thing twice: counting both
-    # would double their words' weight and leave one fewer lead.
-    out: list[str] = []
-    sources: set[str] = set()
-    for d in order:
-        item = valid.get(d)
-        if item is None:
-            continue  # deleted since it was confirmed
-        source = item.source_message_id or d
-        if source not in sources:
-            sources.add(source)
-            out.append(d)
-            if len(out) == n:
-                break
-    return out
+    ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
+                      fusion=fusion, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
+                      embedder=ports.embedder, fused=fused, half_life=options.half_life,
+                      importance_weight=options.importance_weight)
+    stages = config.stages if options.stages is None else replace(
+        config, recall_stages=tuple(options.stages)).stages
+    if options.mmr_lambda is not None:
+        stages = (*stages, Diversity(options.mmr_lambda))
+    for stage in stages:
+        stage.apply(ranking)
+    shown = valid.first(ranking.order, k)
+    return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
+                   rounds=rounds_of(shown, ranking.heads, ranking.kept))
 
 
 class _Confirmed(Mapping[str, MemoryItem]):

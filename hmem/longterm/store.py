@@ -36,14 +36,14 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
-from hmem.longterm._args import Entry, check_entries, check_entry, check_forget_filter, check_recall_args, prepare_turns
+from hmem.longterm._args import Entry, check_entries, check_entry, check_forget_filter, prepare_turns
 from hmem.longterm._group import GroupCommit, Ingest, Written, write_ingests
 from hmem.longterm._items import (
     entry_dense_text,
@@ -68,11 +68,12 @@ from hmem.longterm._stamps import check_stamp, rebuild_vectors
 from hmem.longterm.dedup import dedup_key
 from hmem.longterm.index_text import dense_text
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, submit_turns
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.planner import QueryPlanner, fuse_planned
 from hmem.longterm.supersede import CLAIM_KEY
-from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult
+from hmem.longterm.types import ArchiveResult, LongTermConfig, RememberResult, check_k
 from hmem.protocols import Embedder, ItemStore, LexicalIndex, ScoredId, VectorIndex
-from hmem.types import Hit, MemoryItem, Message, check_id, coerce_messages, utcnow
+from hmem.types import Hit, MemoryItem, Message, check_id, check_text, coerce_messages, utcnow
 
 __all__ = ["ArchiveResult", "Entry", "LongTermConfig", "LongTermStore", "RememberResult"]
 
@@ -251,40 +252,27 @@ class LongTermStore:
 
     # -- recall -------------------------------------------------------------------
 
-    def recall(
-        self,
-        user_id: str,
-        query: str,
-        k: int = 10,
-        *,
-        kinds: Iterable[str] | str | None = None,
-        session_id: str | None = None,
-        since: datetime | str | float | None = None,
-        until: datetime | str | float | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        fusion: Literal["rrf", "weighted"] | None = None,
-        recency_half_life: timedelta | float | None = None,
-        importance_weight: float = 0.0,
-        mmr_lambda: float | None = None,
-    ) -> list[Hit]:
+    def recall(self, user_id: str, query: str, k: int = 10, options: RecallOptions | None = None) -> list[Hit]:
         """The user's ``k`` items most relevant to ``query``, best first.
 
-        BM25 and dense rankings are fused (``fusion=None`` = ``config.fusion``: ``"weighted"``
-        min-max 0.5 : 0.5, or ``"rrf"``, k=60), then boosted (recency, importance …);
-        ``mmr_lambda`` re-ranks for diversity. Each :class:`~hmem.types.Hit` carries both
-        retrievers' ranks and scores, ``fused_score`` and ``boosts``. Filters apply to both
-        retrievers and every returned item is re-checked against them. With a ``planner``,
-        its queries are searched too and each item keeps its best score (``fuse_planned``)."""
-        fusion = self.config.fusion if fusion is None else fusion
-        args = check_recall_args(
-            user_id, query, k=k, kinds=kinds, session_id=session_id, since=since, until=until, metadata=metadata,
-            fusion=fusion, recency_half_life=recency_half_life, importance_weight=importance_weight,
-            mmr_lambda=mmr_lambda)
+        BM25 and dense rankings are fused (``options.fusion``, default ``config.fusion``:
+        ``"weighted"`` min-max 0.5 : 0.5, or ``"rrf"``, k=60), then ranked by the stages
+        (:mod:`hmem.longterm.stages`); ``options`` (:class:`~hmem.longterm.options.RecallOptions`)
+        filters and adds recency, importance or diversity. Each :class:`~hmem.types.Hit`
+        carries both retrievers' ranks and scores, ``fused_score`` and ``boosts``. Filters
+        apply to both retrievers and every returned item is re-checked against them. With
+        a ``planner``, its queries are searched too and each item keeps its best score
+        (``fuse_planned``)."""
+        check_id(user_id, "user_id")
+        check_text(query, "query", allow_empty=False)
+        check_k(k)
+        opts = RecallOptions() if options is None else options
+        if not isinstance(opts, RecallOptions):
+            raise InvalidInput("options must be a hmem.RecallOptions", field="options")
         self.check_vectors(user_id)
         ports, now = RecallPorts(self.items, self.vectors, self.lexical, self.embedder, self.keys), self._clock()
         queries = (query, *self.planner.plan(query)) if self.planner is not None else (query,)
-        found = [run_recall(ports, self.config, now, user_id, q, k, args, fusion=fusion, mmr_lambda=mmr_lambda)
-                 for q in queries]
+        found = [run_recall(ports, self.config, now, user_id, q, k, opts) for q in queries]
         return found[0] if len(found) == 1 else fuse_planned(found, k)
 
     # -- forget, retention, repair ------------------------------------------------

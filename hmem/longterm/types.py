@@ -16,6 +16,17 @@ from typing import Literal
 from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
+from hmem.longterm.stages import (
+    Feedback,
+    QuestionDemotion,
+    RankStage,
+    SessionSupport,
+    SpecificAnswers,
+    SupersededDemotion,
+    TimeBoost,
+    check_stage_names,
+    default_stages,
+)
 from hmem.types import MemoryItem
 
 __all__ = [
@@ -47,75 +58,33 @@ def check_k(k: object) -> int:
 class LongTermConfig:
     """Tunables of :class:`~hmem.longterm.store.LongTermStore` (all optional).
 
-    ``near_duplicate_threshold``: cosine at or above which a new fact of the same
-    user and kind updates the existing item (``None`` disables; never applied to
-    archived turns). ``near_duplicate_policy``: on such an update ``"keep"`` the
-    stored wording (the dedup anchor never drifts) or ``"replace"`` it by the new one;
-    importance becomes the max, metadata is merged, ``updated_at`` refreshed. ``max_items_per_user``: retention cap (``None`` = unlimited);
-    past it the lowest ``importance × 0.5**(age/retention_half_life)`` are removed.
+    Writes: ``near_duplicate_threshold`` is the cosine at or above which a new fact of the
+    same user and kind updates the existing item (``None`` disables; never applied to
+    archived turns); on such an update ``near_duplicate_policy`` ``"keep"`` keeps the
+    stored wording (the dedup anchor never drifts) or ``"replace"`` takes the new one;
+    importance becomes the max, metadata is merged. ``max_items_per_user`` caps retention
+    (``None`` = unlimited): past it the lowest ``importance × 0.5**(age/retention_half_life)``
+    are removed.
 
-    ``candidates``: how many hits each retriever (BM25, vectors) returns to be fused
-    (``max(candidates, 3k)``), and ``rerank_depth``: how many of the best fused hits the
-    steps after fusion re-rank (session support, question demotion, specific answers,
-    superseded facts) and a feedback round must bring something new into
-    (``max(rerank_depth, k)``). Up to ``k = rerank_depth`` neither depends on ``k``, so the
-    first hits of ``recall(q, 10)`` are the first of ``recall(q, 100)``: what an evaluation
-    asking 100 measures is what a caller asking 10 gets (docs/longterm.md, "Ranking depth").
+    Candidates: ``candidates`` hits from each retriever (``max(candidates, 3k)``) are fused
+    (``fusion``: ``"weighted"`` min-max with ``lexical_weight`` : ``dense_weight``, which
+    keeps *how much* better the top match is; or ``"rrf"`` with ``rrf_k``);
+    ``cross_lingual`` adds dictionary translations of the question's words to the BM25
+    query (:mod:`hmem.longterm.crosslingual`). The stages then re-rank the best
+    ``max(rerank_depth, k)``; neither depth depends on ``k`` up to ``rerank_depth``, so the
+    first hits of ``recall(q, 10)`` are the first of ``recall(q, 100)``.
 
-    ``fusion`` (default for :meth:`~hmem.longterm.store.LongTermStore.recall`): ``"weighted"`` min-max
-    fusion with ``lexical_weight`` 0.5 : ``dense_weight`` 0.5. Min-max keeps *how much*
-    better the top BM25 match is, which RRF's ranks throw away (docs/eval.md). The dense
-    side had 0.4 until turns were also found by their sentences (sentence keys,
-    :mod:`hmem.longterm.keys`), which made it the stronger half on LoCoMo's list and
-    open-domain questions (docs/longterm.md, "Sentence keys").
-
-    ``feedback_rounds``: recall rounds (1 to :data:`MAX_FEEDBACK_ROUNDS`; 1 = no feedback).
-    Each round after the first expands the query with ``feedback_terms`` words of the
-    previous round's ``feedback_docs`` best hits (pseudo-relevance feedback, offline:
-    :mod:`hmem.longterm.feedback`), searches BM25 again and adds ``feedback_weight`` × its
-    evidence (full for those hits, normalised scores or, under RRF, reciprocal ranks for
-    the rest) to the fused scores; a round that brings no new item into the re-ranked head is
-    dropped and ends the loop. :attr:`Hit.round <hmem.types.Hit.round>` says which round
-    found each hit. Two rounds are the default: LoCoMo R@10 +2.0 on the conversations the
-    knobs were chosen on, +1.2 on the others (docs/longterm.md).
-
-    ``time_weight``: when the question names a date ("in July 2023", "last week", 上个月),
-    items said in that period or referring to it (their resolved relative dates) score
-    ``1 + time_weight`` times more (``Hit.boosts["time"]``); 0 turns it off. A boost, not a
-    filter, and no recency multiplier: old evidence is never buried.
-
-    ``session_weight``: each of the re-ranked hits gains this much of
-    the score of the best other hit of its session said within an hour of it
-    (:data:`~hmem.longterm._rank.SESSION_SPAN`; ``Hit.boosts["session"]``: the factor
-    it made); 0 turns it off. The turn that answers often shares no word with the question
-    but sits beside one that does: LoCoMo R@10 +3.2 on the conversations it was chosen on,
-    +4.4 on the others (docs/longterm.md, "Session support").
-
-    ``question_weight``: a turn that asks ("How did the kids like it?") is a poor answer
-    to a later question about its topic (the answer is the next turn): each of the
-    re-ranked hits scores ``1 - question_weight × share`` times its score, where
-    share is the part of its sentences that are questions (``Hit.boosts["question"]``);
-    0 turns it off. LoCoMo R@10 +1.3 on the conversations it was chosen on, +0.9 on the
-    others (docs/longterm.md, "Questions are poor answers").
-
-    ``specific_weight``: a hit that holds words rare in the user's archive (held by at most
-    ``specific_share`` of their documents, and not in the question) says something
-    specific ("I'm reading *The Name of the Wind*"), where one of common words only
-    ("Books can really inspire us!") talks around the topic: each of the
-    re-ranked hits scores ``1 + specific_weight × specificity`` times its score
-    (:func:`~hmem.longterm._rank.specificity`: up to three rare words; ``Hit.boosts
-    ["specific"]``); 0 turns it off. In an archive of fewer than 125 documents no word
-    is that rare and nothing changes (below 250, only a word held by one document is;
-    docs/longterm.md, "Specific answers").
-
-    ``superseded_weight``: a fact a newer version of its claim superseded
-    (:mod:`hmem.longterm.supersede`) scores this many times its score (``Hit.boosts
-    ["superseded"]``; 1 turns it off): the newer version ranks first, the old stays findable.
-
-    ``cross_lingual``: the lexical query also holds the translations of the question's
-    words (CC-CEDICT, English ↔ Chinese: :mod:`hmem.longterm.crosslingual`), so a question
-    in one language finds a turn said in the other. English → Chinese only for a user whose
-    archive holds Chinese (the dictionary is not even read for an English-only one).
+    Stages (:mod:`hmem.longterm.stages`, in :attr:`stages` order; a weight of 0 turns one
+    off): ``time_weight`` (:class:`~hmem.longterm.stages.TimeBoost`), ``feedback_rounds``
+    (1 = off), ``feedback_docs``, ``feedback_terms``, ``feedback_weight``
+    (:class:`~hmem.longterm.stages.Feedback`), ``session_weight``
+    (:class:`~hmem.longterm.stages.SessionSupport`), ``question_weight``
+    (:class:`~hmem.longterm.stages.QuestionDemotion`), ``specific_weight`` and
+    ``specific_share`` (:class:`~hmem.longterm.stages.SpecificAnswers`),
+    ``superseded_weight`` (1 = off; :class:`~hmem.longterm.stages.SupersededDemotion`).
+    ``recall_stages`` runs only the stages it names (``None``: all that are on), e.g.
+    ``("session", "superseded")`` for an ablation. docs/longterm.md says why each is there
+    and what it measured.
     """
 
     near_duplicate_threshold: float | None = 0.95
@@ -141,8 +110,22 @@ class LongTermConfig:
     specific_share: float = 0.008
     superseded_weight: float = 0.5
     cross_lingual: bool = True
+    recall_stages: tuple[str, ...] | None = None
+
+    @property
+    def stages(self) -> tuple[RankStage, ...]:
+        """The ranking stages recall runs after fusion, in order (:mod:`hmem.longterm.stages`):
+        those whose weight is on and, when ``recall_stages`` names some, only those."""
+        return default_stages(
+            only=self.recall_stages, time=TimeBoost(self.time_weight),
+            feedback=Feedback(self.feedback_rounds, self.feedback_docs, self.feedback_terms, self.feedback_weight),
+            session=SessionSupport(self.session_weight), question=QuestionDemotion(self.question_weight),
+            specific=SpecificAnswers(self.specific_weight, self.specific_share),
+            superseded=SupersededDemotion(self.superseded_weight))
 
     def __post_init__(self) -> None:
+        if self.recall_stages is not None:
+            object.__setattr__(self, "recall_stages", check_stage_names(self.recall_stages))
         t = self.near_duplicate_threshold
         if t is not None and not 0.0 < t <= 1.0:
             raise ConfigError("near_duplicate_threshold must be in (0, 1] or None")

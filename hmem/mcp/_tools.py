@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from hmem.cli.common import hit_to_dict, item_to_dict, profile_entry_to_dict
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.types import Provenance
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def remember(
 ) -> dict[str, Any]:
     """Store a fact; say whether it was ``stored``, ``updated`` (near duplicate) or ``skipped``."""
     result = memory.remember(user, text, kind, importance, session_id=session_id)
-    return {"status": result.status, "item": item_to_dict(result.item), "similarity": result.similarity}
+    return {"status": result.status, "item": result.item.to_dict(), "similarity": result.similarity}
 
 
 def recall(
@@ -56,8 +56,8 @@ def recall(
     """The ``k`` best items, each with its 1-based ``rank``, dates and retriever ranks."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise InvalidInput(f"k must be an integer from 1 to {MAX_K}, got {k!r}", field="k")
-    hits = memory.recall(user, query, k, kinds=kinds, session_id=session_id, since=since, until=until)
-    return {"query": query, "hits": [{"rank": n, **hit_to_dict(h)} for n, h in enumerate(hits, 1)]}
+    hits = memory.recall(user, query, k, RecallOptions(kinds=kinds, session_id=session_id, since=since, until=until))
+    return {"query": query, "hits": [{"rank": n, **h.to_dict()} for n, h in enumerate(hits, 1)]}
 
 
 def get_context(
@@ -83,10 +83,10 @@ def get_context(
 def profile_get(memory: Memory, user: str, key: str | None = None) -> dict[str, Any]:
     """The whole current profile, or one key (``entry: null`` when it is not set)."""
     if key is None:
-        return {"entries": [profile_entry_to_dict(e) for e in memory.profile.all(user)]}
+        return {"entries": [e.to_dict() for e in memory.profile.all(user)]}
     entry = memory.profile.get(user, key)
     current = entry is not None and entry.is_current
-    return {"key": key, "entry": profile_entry_to_dict(entry) if entry is not None and current else None}
+    return {"key": key, "entry": entry.to_dict() if entry is not None and current else None}
 
 
 def profile_value(value: object) -> ProfileValue:
@@ -103,7 +103,7 @@ def profile_value(value: object) -> ProfileValue:
 def profile_set(memory: Memory, user: str, key: str, value: object, *, confidence: float = 1.0) -> dict[str, Any]:
     """Set a key (last write wins; the previous value stays in history)."""
     entry = memory.profile.set(user, key, profile_value(value), provenance=Provenance("api"), confidence=confidence)
-    return {"entry": profile_entry_to_dict(entry)}
+    return {"entry": entry.to_dict()}
 
 
 def forget(

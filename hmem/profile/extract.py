@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol, runtime_checkable
 
-from hmem._primitives import as_datetime
 from hmem.errors import InvalidInput, LLMError
 from hmem.profile._llm_reply import SYSTEM_PROMPT, guard_updates, parse_llm_updates
 from hmem.profile._rules import find_profile_facts
@@ -42,7 +41,7 @@ from hmem.profile.merge import merge_items
 from hmem.profile.model import check_provenance, same_value
 from hmem.profile.schema import KEYS, is_list_key
 from hmem.protocols import LLM, ProfileStore
-from hmem.types import Message, ProfileEntry, ProfileValue, Provenance, Usage, check_id, check_text
+from hmem.types import Message, ProfileEntry, ProfileValue, Provenance, Usage, as_datetime, check_id, check_text
 
 __all__ = [
     "AppliedUpdates",

@@ -34,10 +34,9 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
-from hmem._primitives import check_utf8
 from hmem.errors import InvalidInput
 from hmem.protocols import Tokenizer
-from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id
+from hmem.types import ProfileEntry, ProfileValue, Provenance, check_id, check_utf8
 
 __all__ = [
     "DEFAULT_MAX_KEYS",

@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
+from hmem.longterm.options import RecallOptions
 from hmem.types import JSONScalar, ProfileValue
 
 __all__ = [
@@ -173,11 +174,11 @@ class RecallRequest(_In):
     importance_weight: StrictFloat = Field(default=0.0, ge=0.0, le=1e6)
     mmr_lambda: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
 
-    def filters(self) -> dict[str, Any]:
-        """Keyword arguments of :meth:`hmem.memory.Memory.recall` besides user, query and k."""
-        return {"kinds": self.kinds, "session_id": self.session_id, "since": self.since, "until": self.until,
-                "metadata": self.metadata, "fusion": self.fusion, "recency_half_life": self.recency_half_life_s,
-                "importance_weight": self.importance_weight, "mmr_lambda": self.mmr_lambda}
+    def options(self) -> RecallOptions:
+        """The request's filters and ranking (checked: a bad one is InvalidInput, a 422)."""
+        return RecallOptions(kinds=self.kinds, session_id=self.session_id, since=self.since, until=self.until,
+                             metadata=self.metadata, fusion=self.fusion, recency_half_life=self.recency_half_life_s,
+                             importance_weight=self.importance_weight, mmr_lambda=self.mmr_lambda)
 
 
 class ForgetRequest(_In):

@@ -121,10 +121,7 @@ def _item_routes(r: APIRouter, memory: Memory) -> None:
     @r.post("/items/search", tags=["items"], response_model=s.RecallResponse)
     def recall(user_id: UserId, body: s.RecallRequest) -> s.RecallResponse:
         """Hybrid (BM25 + embeddings) recall; each hit explains its ranks and scores."""
-        hits = memory.recall(
-            user_id, body.query, body.k, kinds=body.kinds, session_id=body.session_id, since=body.since,
-            until=body.until, metadata=body.metadata, fusion=body.fusion, recency_half_life=body.recency_half_life_s,
-            importance_weight=body.importance_weight, mmr_lambda=body.mmr_lambda)
+        hits = memory.recall(user_id, body.query, body.k, body.options())
         return s.RecallResponse(hits=[s.HitOut.of(h) for h in hits])
 
     @r.post("/items/delete", tags=["items"], response_model=s.DeletedResponse)

@@ -1,7 +1,7 @@
 """The Memory facade's surface: collaborators stay private, and the async twins cannot drift.
 
 ``AsyncMemory``/``AsyncProfile`` build each method with one typed forwarder
-(``hmem.aio._in_thread``) from the ``Memory``/``ProfileStore`` method of the same name, so
+(``hmem.aio._in_thread``) from the ``Memory``/``ProfileView`` method of the same name, so
 a parameter cannot differ; what can drift is the list. These checks compare the two
 sides name by name: a public method of one side missing from the other, a twin that is not
 ``async def``, or one built from another method (its signature, through
@@ -22,8 +22,7 @@ import pytest
 from hmem.aio import AsyncMemory, AsyncProfile
 from hmem.build import build_parts
 from hmem.config import Settings
-from hmem.memory import Memory
-from hmem.protocols import ProfileStore
+from hmem.memory import Memory, ProfileView
 
 #: Memory's public API. A new public name is a decision: add it here and to AsyncMemory.
 PUBLIC = {
@@ -69,7 +68,7 @@ def test_async_memory_mirrors_every_public_method_of_memory() -> None:
 
 
 def test_async_profile_mirrors_the_profile_store_port() -> None:
-    _assert_mirrors(ProfileStore, AsyncProfile)
+    _assert_mirrors(ProfileView, AsyncProfile)
 
 
 def test_the_checker_sees_drift() -> None:
@@ -127,3 +126,14 @@ def test_a_forwarded_call_runs_the_wrapped_method_in_a_worker_thread(tmp_path: P
         assert len(ran_in) == 1 and ran_in[0] != loop_thread
         assert got == entry == mem.profile.get("u1", "city")
         assert entry is not None and entry.value == "Paris"
+
+
+def test_the_profile_view_offers_the_user_facing_methods_only(tmp_path: Path) -> None:
+    # The Memory owns its profile store: closing it or erasing a user goes through the Memory.
+    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory")
+    with Memory(build_parts(settings)) as mem:  # nothing embeds here
+        view = mem.profile
+        assert set(_public(type(view))) == {"set", "get", "delete", "all", "history"}
+        view.set("u1", "city", "Lisbon")
+        entry = view.get("u1", "city")
+        assert entry is not None and entry.value == "Lisbon"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from hmem.errors import InvalidInput
-from hmem.longterm._args import check_entries, check_entry, check_forget_filter, check_recall_args
+from hmem.longterm._args import check_entries, check_entry, check_forget_filter
+from hmem.longterm.options import RecallOptions
 from hmem.types import Message, as_datetime
 
 HUGE_NUMBERS: list[Any] = [1e300, -1e300, float("inf"), float("-inf"), float("nan"), 10**400, -(10**400), 1e20]
@@ -27,11 +28,8 @@ def short(value: Any) -> str:
 
 
 def recall(**overrides: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "k": 5, "kinds": None, "session_id": None, "since": None, "until": None, "metadata": None,
-        "fusion": "rrf", "recency_half_life": None, "importance_weight": 0.0, "mmr_lambda": None,
-    }
-    return check_recall_args("u1", "query", **{**args, **overrides})
+    options = RecallOptions(**{"fusion": "rrf", **overrides})
+    return {"half_life": options.half_life, "filter": options.item_filter}
 
 
 @pytest.mark.parametrize("value", [*HUGE_NUMBERS, 0, -5, 1e-9, timedelta(0), "7d", True], ids=short)
@@ -141,3 +139,18 @@ def test_a_half_life_that_rounds_to_nothing_is_invalid_input(value: Any) -> None
         recall(recency_half_life=value)
     assert info.value.field == "recency_half_life" and "microsecond" in str(info.value)
     assert recall(recency_half_life=1e-6)["half_life"] == timedelta(microseconds=1)
+
+
+def test_recall_options_are_normalised_once_and_hand_down_a_filter() -> None:
+    opts = RecallOptions(kinds="fact", since=0, recency_half_life=60, stages="session, time")
+    assert opts.kinds == frozenset({"fact"}) and opts.item_filter.kinds == frozenset({"fact"})
+    assert opts.half_life == timedelta(seconds=60) and opts.stages == ("session", "time")
+    assert opts.to_dict()["recency_half_life_s"] == 60.0
+
+
+@pytest.mark.parametrize("bad", [{"stages": ["sesion"]}, {"stages": 3}, {"fusion": "max"}, {"session_id": " s"},
+                                 {"metadata": {"a": [1]}}])
+def test_recall_options_refuse_bad_values_as_invalid_input(bad: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInput) as info:
+        RecallOptions(**bad)
+    assert info.value.field is not None

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from longterm_fixtures import Stack, make_stack
 
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermConfig
 
 pytestmark = pytest.mark.slow
@@ -106,9 +107,9 @@ def test_the_second_round_respects_filters_and_users(stack: Stack) -> None:
     assert all(h.item.user_id == "u1" for h in hits)
     # A session filter applies to round 2 as well: the answer's session is excluded.
     stack.store.remember("u1", "Maria adopted Pixel, and Elena helped.", session_id="s-other")
-    filtered = stack.store.recall("u1", QUESTION, k=K, session_id="s-other")
+    filtered = stack.store.recall("u1", QUESTION, k=K, options=RecallOptions(session_id="s-other"))
     assert [h.item.session_id for h in filtered] == ["s-other"]
-    filtered = stack.store.recall("u1", QUESTION, k=K, kinds="turn")
+    filtered = stack.store.recall("u1", QUESTION, k=K, options=RecallOptions(kinds="turn"))
     assert filtered == []
 
 
@@ -143,3 +144,18 @@ def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) 
     for bad in (0, 4):
         with pytest.raises(ConfigError, match="HMEM_FEEDBACK_ROUNDS"):
             Memory.open(tmp_path / f"bad{bad}", vectors="memory", feedback_rounds=bad)
+
+
+@pytest.mark.parametrize("kind", STACKS)
+def test_recall_stages_runs_only_the_named_stages(kind: str, tmp_path: Path) -> None:
+    # With no stage, no hit carries a stage's boost or a later round; with the feedback
+    # stage alone, the answer is found by its round, as with every stage on.
+    stack = _stack(kind, tmp_path)
+    stack.store.config = replace(stack.store.config, recall_stages=())
+    bare = stack.store.recall("u1", QUESTION, K)
+    assert all(not h.boosts and h.round == 1 for h in bare)
+    stack.store.config = replace(LongTermConfig(), recall_stages=("feedback",), **ROUND_WEIGHTS, **HEAD)  # type: ignore[arg-type]
+    hits = stack.store.recall("u1", QUESTION, K)
+    assert all(not h.boosts for h in hits)
+    answer = next(h for h in hits if h.item.text == ANSWER)
+    assert answer.round == 2

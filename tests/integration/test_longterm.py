@@ -13,6 +13,7 @@ import pytest
 from longterm_fixtures import Stack, make_stack
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermConfig
 from hmem.types import Message, ToolCall
 
@@ -69,7 +70,7 @@ def test_exact_and_near_duplicates(stack: Stack) -> None:
     assert stored.text == "I'm allergic to peanuts." and stored.importance == 0.8
     assert dict(stored.metadata) == {"a": 1, "b": 2} and stored.updated_at >= stored.created_at
     assert stack.counts("u1") == (1, 1, 1)
-    assert [h.item.id for h in lt.recall("u1", "peanuts", k=5, metadata={"b": 2})] == [first.item.id]
+    assert [h.item.id for h in lt.recall("u1", "peanuts", k=5, options=RecallOptions(metadata={"b": 2}))] == [first.item.id]
     # other kinds and other users are never merged
     assert lt.remember("u1", "I am allergic to peanuts.", kind="preference").status == "stored"
     assert lt.remember("u2", "I am allergic to peanuts.").status == "stored"
@@ -125,7 +126,7 @@ def test_every_hit_explains_itself(stack: Stack) -> None:
     lt = stack.store
     lt.remember_many("u1", ["I play the cello in an orchestra", "My cat is named Mochi",
                             "I moved to Lisbon in 2021", "I prefer tea over coffee", "Mochi likes tuna"])
-    hits = lt.recall("u1", "cat Mochi", k=5, fusion="rrf")
+    hits = lt.recall("u1", "cat Mochi", k=5, options=RecallOptions(fusion="rrf"))
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
     assert hits[0].item.text in {"My cat is named Mochi", "Mochi likes tuna"}
     for h in hits:
@@ -135,7 +136,7 @@ def test_every_hit_explains_itself(stack: Stack) -> None:
         assert (h.dense_rank is None) == (h.dense_score is None)
     lex_ranked = sorted((h for h in hits if h.lexical_rank), key=lambda h: h.lexical_rank or 0)
     assert [h.lexical_score for h in lex_ranked] == sorted((h.lexical_score or 0 for h in lex_ranked), reverse=True)
-    weighted = lt.recall("u1", "cat Mochi", k=5, fusion="weighted")
+    weighted = lt.recall("u1", "cat Mochi", k=5, options=RecallOptions(fusion="weighted"))
     assert all(0.0 <= (h.fused_score or 0) <= 1.0 for h in weighted)
 
 
@@ -149,7 +150,7 @@ def test_filters_apply_to_both_retrievers(stack: Stack) -> None:
     t_mid = clock.now - timedelta(days=15)
 
     def texts(**kw: Any) -> set[str]:
-        return {h.item.text for h in lt.recall("u1", "Kyoto", k=10, **kw)}
+        return {h.item.text for h in lt.recall("u1", "Kyoto", k=10, options=RecallOptions(**kw))}
 
     assert len(texts()) == 3
     assert texts(kinds=["event"]) == {"Our trip to Kyoto was in April"}
@@ -167,11 +168,11 @@ def test_recency_and_importance_boosts(stack: Stack) -> None:
     old = lt.remember("u1", "I like jazz music", importance=0.9).item
     clock.advance(days=60)
     new = lt.remember("u1", "I enjoy listening to jazz", importance=0.1).item
-    plain = lt.recall("u1", "jazz", k=2, recency_half_life=timedelta(days=7))
+    plain = lt.recall("u1", "jazz", k=2, options=RecallOptions(recency_half_life=timedelta(days=7)))
     assert plain[0].item.id == new.id
     assert plain[1].boosts["recency"] == pytest.approx(0.5 ** (60 / 7), rel=1e-3)
     assert plain[1].score == pytest.approx(plain[1].fused_score * plain[1].boosts["recency"])  # type: ignore[operator]
-    important = lt.recall("u1", "jazz", k=2, importance_weight=50.0)
+    important = lt.recall("u1", "jazz", k=2, options=RecallOptions(importance_weight=50.0))
     assert important[0].item.id == old.id
     assert important[0].boosts["importance"] == pytest.approx(1 + 50 * 0.9)
 
@@ -186,7 +187,7 @@ def test_mmr_trades_relevance_for_diversity(stack: Stack) -> None:
     ])
     plain = lt.recall("u1", "my dog Rex and his walks", k=3)
     assert "My parrot Kiwi can say hello" not in {h.item.text for h in plain}
-    diverse = lt.recall("u1", "my dog Rex and his walks", k=3, mmr_lambda=0.3)
+    diverse = lt.recall("u1", "my dog Rex and his walks", k=3, options=RecallOptions(mmr_lambda=0.3))
     assert "My parrot Kiwi can say hello" in {h.item.text for h in diverse}
     assert all("mmr" in h.boosts for h in diverse)
 
@@ -291,12 +292,12 @@ BAD_CALLS: list[tuple[str, Callable[[Any], object]]] = [
     ("recall k=0", lambda lt: lt.recall("u1", "q", k=0)),
     ("recall k huge", lambda lt: lt.recall("u1", "q", k=10**6)),
     ("recall empty query", lambda lt: lt.recall("u1", "")),
-    ("recall bad fusion", lambda lt: lt.recall("u1", "q", fusion="max")),
-    ("recall since after until", lambda lt: lt.recall("u1", "q", since=2_000_000_000, until=1_000_000_000)),
-    ("recall negative half-life", lambda lt: lt.recall("u1", "q", recency_half_life=-5)),
-    ("recall mmr 1.5", lambda lt: lt.recall("u1", "q", mmr_lambda=1.5)),
-    ("recall negative importance weight", lambda lt: lt.recall("u1", "q", importance_weight=-1)),
-    ("recall empty kinds", lambda lt: lt.recall("u1", "q", kinds=[])),
+    ("recall bad fusion", lambda lt: lt.recall("u1", "q", options=RecallOptions(fusion="max"))),
+    ("recall since after until", lambda lt: lt.recall("u1", "q", options=RecallOptions(since=2_000_000_000, until=1_000_000_000))),
+    ("recall negative half-life", lambda lt: lt.recall("u1", "q", options=RecallOptions(recency_half_life=-5))),
+    ("recall mmr 1.5", lambda lt: lt.recall("u1", "q", options=RecallOptions(mmr_lambda=1.5))),
+    ("recall negative importance weight", lambda lt: lt.recall("u1", "q", options=RecallOptions(importance_weight=-1))),
+    ("recall empty kinds", lambda lt: lt.recall("u1", "q", options=RecallOptions(kinds=[]))),
     ("forget without selector", lambda lt: lt.forget("u1")),
     ("forget all plus ids", lambda lt: lt.forget("u1", ["x"], all=True)),
     ("forget ids as string", lambda lt: lt.forget("u1", "abc")),

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import MAX_CLOCK_SKEW, MAX_CONTENT_CHARS
@@ -123,7 +124,7 @@ def test_errors_name_the_callers_own_argument(mem: Memory) -> None:
         ("importance", lambda: mem.remember("u1", "x", importance=2.0)),
         ("budget", lambda: mem.context("u1", "s1", budget=-1)),
         ("budget", lambda: mem.context("u1", "s1", budget=10**9)),
-        ("recency_half_life", lambda: mem.recall("u1", "hi", recency_half_life=1e-7)),
+        ("recency_half_life", lambda: mem.recall("u1", "hi", options=RecallOptions(recency_half_life=1e-7))),
     ]
     for field, call in cases:
         with pytest.raises(InvalidInput) as info:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from longterm_fixtures import Stack, make_stack
 
+from hmem.longterm.options import RecallOptions
 from hmem.protocols import ItemFilter
 
 pytestmark = pytest.mark.slow
@@ -65,11 +66,10 @@ def test_user_b_never_sees_user_a(
     stack, start = populated
     since = None if since_days is None else start + timedelta(days=since_days)
     until = None if span_days is None else (since or start) + timedelta(days=span_days)
-    hits = stack.store.recall(
-        "bob", query, k=k, kinds=kinds, session_id=session, since=since, until=until, metadata=metadata,
+    hits = stack.store.recall("bob", query, k=k, options=RecallOptions(
+        kinds=kinds, session_id=session, since=since, until=until, metadata=metadata,
         fusion=fusion,  # type: ignore[arg-type]
-        mmr_lambda=mmr, recency_half_life=None if recency is None else timedelta(days=recency),
-    )
+        mmr_lambda=mmr, recency_half_life=None if recency is None else timedelta(days=recency)))
     bob_ids = stack.store.items.find_ids("bob")
     flt = ItemFilter(kinds=None if kinds is None else frozenset(kinds), session_id=session, since=since,
                      until=until, metadata=metadata)

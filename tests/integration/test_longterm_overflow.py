@@ -11,17 +11,18 @@ import pytest
 from longterm_fixtures import make_stack
 
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.types import Message
 
 OVERFLOWING: list[tuple[str, str, Callable[[Any], object]]] = [
-    ("recall half-life 1e300", "recency_half_life", lambda lt: lt.recall("u1", "bees", recency_half_life=1e300)),
-    ("recall half-life inf", "recency_half_life", lambda lt: lt.recall("u1", "bees", recency_half_life=float("inf"))),
-    ("recall half-life NaN", "recency_half_life", lambda lt: lt.recall("u1", "bees", recency_half_life=float("nan"))),
-    ("recall half-life 10**400", "recency_half_life", lambda lt: lt.recall("u1", "bees", recency_half_life=10**400)),
-    ("recall since 10**400", "since", lambda lt: lt.recall("u1", "bees", since=10**400)),
-    ("recall until 1e300", "until", lambda lt: lt.recall("u1", "bees", until=1e300)),
-    ("recall since before year 1", "since", lambda lt: lt.recall("u1", "bees", since="0001-01-01T00:00:00+05:00")),
-    ("recall importance 10**400", "importance_weight", lambda lt: lt.recall("u1", "bees", importance_weight=10**400)),
+    ("recall half-life 1e300", "recency_half_life", lambda lt: lt.recall("u1", "bees", options=RecallOptions(recency_half_life=1e300))),
+    ("recall half-life inf", "recency_half_life", lambda lt: lt.recall("u1", "bees", options=RecallOptions(recency_half_life=float("inf")))),
+    ("recall half-life NaN", "recency_half_life", lambda lt: lt.recall("u1", "bees", options=RecallOptions(recency_half_life=float("nan")))),
+    ("recall half-life 10**400", "recency_half_life", lambda lt: lt.recall("u1", "bees", options=RecallOptions(recency_half_life=10**400))),
+    ("recall since 10**400", "since", lambda lt: lt.recall("u1", "bees", options=RecallOptions(since=10**400))),
+    ("recall until 1e300", "until", lambda lt: lt.recall("u1", "bees", options=RecallOptions(until=1e300))),
+    ("recall since before year 1", "since", lambda lt: lt.recall("u1", "bees", options=RecallOptions(since="0001-01-01T00:00:00+05:00"))),
+    ("recall importance 10**400", "importance_weight", lambda lt: lt.recall("u1", "bees", options=RecallOptions(importance_weight=10**400))),
     ("forget before year 1", "before", lambda lt: lt.forget("u1", before="0001-01-01T00:00:00Z")),
     ("forget before -1e300", "before", lambda lt: lt.forget("u1", before=-1e300)),
     ("forget before after 9999", "before", lambda lt: lt.forget("u1", before="9999-12-31T23:00:00-05:00")),

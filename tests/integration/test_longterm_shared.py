@@ -21,6 +21,7 @@ from hmem.backends.redis.items import RedisItemStore
 from hmem.backends.redis.lexical import SharedLexicalIndex
 from hmem.build import MemoryParts, build_parts
 from hmem.config import Settings
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermStore
 from hmem.providers.embed import SentenceTransformerEmbedder
 from hmem.types import Message
@@ -82,7 +83,7 @@ def test_facts_and_turns_written_through_a_are_recalled_through_b(apps: tuple[Me
     hits = lt(b).recall(USER, "peanut allergy", k=3)
     assert hits[0].item.text == "I am allergic to peanuts."
     assert hits[0].lexical_rank == 1 and hits[0].dense_rank == 1
-    turn = lt(b).recall(USER, "When is the flight to Lisbon?", k=2, kinds="turn")
+    turn = lt(b).recall(USER, "When is the flight to Lisbon?", k=2, options=RecallOptions(kinds="turn"))
     assert turn[0].item.source_message_id == "m1"
     assert turn[0].lexical_rank is not None and turn[0].dense_rank is not None
     # Exact dedup sees the other host's facts too.

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from longterm_fixtures import Stack, make_stack
 
+from hmem.longterm.options import RecallOptions
 from hmem.types import Hit
 
 pytestmark = pytest.mark.slow
@@ -68,11 +69,11 @@ def _view(hits: list[Hit]) -> list[tuple[str, float, int]]:
 @pytest.mark.parametrize(("query", "kw"), CASES)
 def test_the_first_hits_do_not_depend_on_k(stack: Stack, query: str, kw: dict[str, Any]) -> None:
     """Same items, same scores, same rounds, in the same order, for every k in KS."""
-    deepest = stack.store.recall("u1", query, k=100, **kw)
+    deepest = stack.store.recall("u1", query, k=100, options=RecallOptions(**kw))
     assert len(deepest) == 100 if "session_id" not in kw else len(deepest) > 50
     assert all(h.item.user_id == "u1" for h in deepest)
     for k in KS:
-        assert _view(stack.store.recall("u1", query, k=k, **kw)) == _view(deepest[:k]), (query, kw, k)
+        assert _view(stack.store.recall("u1", query, k=k, options=RecallOptions(**kw))) == _view(deepest[:k]), (query, kw, k)
 
 
 def test_other_depths_keep_the_prefix_up_to_their_head(stack: Stack) -> None:

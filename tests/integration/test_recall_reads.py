@@ -26,6 +26,7 @@ from hmem.backends.redis.items import RedisItemStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.items import SqliteItemStore
 from hmem.longterm import _recall as recall_module
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermConfig
 from hmem.protocols import ItemFilter, ItemStore
 from hmem.testing.contracts.items import item
@@ -111,7 +112,8 @@ def _recall_counting(stack: Stack, query: str, **kw: Any) -> tuple[list[Hit], in
     spy = _Spy(stack.store.items)
     stack.store.items = spy  # type: ignore[assignment]
     try:
-        return stack.store.recall("u1", query, **kw), spy.rows
+        k = kw.pop("k", 10)
+        return stack.store.recall("u1", query, k, RecallOptions(**kw)), spy.rows
     finally:
         stack.store.items = spy.real
 

@@ -17,6 +17,7 @@ from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.backends.redis.items import RedisItemStore
 from hmem.errors import InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.longterm.store import LongTermConfig, LongTermStore
 from hmem.longterm.supersede import CLAIM_KEY, SUPERSEDED_AT, SUPERSEDED_BY, SUPERSEDES
 from hmem.providers.embed import CachedEmbedder, MemoryEmbeddingCache
@@ -59,7 +60,7 @@ def test_a_new_version_supersedes_the_old_which_is_kept_and_linked(stack: Stack)
     assert [h.item.id for h in hits] == [york.id, leeds.id]
     assert hits[1].boosts["superseded"] == 0.5 and "superseded" not in hits[0].boosts
     # The link survives in the metadata filter of both retrievers (the old item was re-indexed).
-    found = lt.recall("u1", "Leeds", k=5, metadata={SUPERSEDED_BY: york.id})
+    found = lt.recall("u1", "Leeds", k=5, options=RecallOptions(metadata={SUPERSEDED_BY: york.id}))
     assert [h.item.id for h in found] == [leeds.id]
 
 
@@ -157,7 +158,7 @@ def test_forgetting_the_newest_version_makes_the_one_before_current_again(stack:
     assert SUPERSEDED_BY not in back.metadata and SUPERSEDED_AT not in back.metadata
     hit = lt.recall("u1", "Where does Maya live?", k=1)[0]
     assert hit.item.id == leeds.id and "superseded" not in hit.boosts
-    assert lt.recall("u1", "Leeds", k=5, metadata={SUPERSEDED_BY: york.id}) == []  # the indexes forgot the mark
+    assert lt.recall("u1", "Leeds", k=5, options=RecallOptions(metadata={SUPERSEDED_BY: york.id})) == []  # the indexes forgot the mark
 
 
 def test_forgetting_a_middle_version_links_its_neighbours(stack: Stack) -> None:

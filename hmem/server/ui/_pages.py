@@ -15,8 +15,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import RedirectResponse, Response
 
-from hmem.cli.common import item_to_dict, profile_entry_to_dict
-from hmem.cli.views import context_to_dict, session_view, with_versions
 from hmem.errors import BudgetError, EmbedderMismatch, InvalidInput, NotFound
 from hmem.memory import Memory
 from hmem.server.auth import Principal
@@ -24,6 +22,7 @@ from hmem.server.ui._auth import FormTokens
 from hmem.server.ui.render import Pages, path_part
 from hmem.tokens.models import MODELS, resolve_model
 from hmem.types import MemoryItem, Provenance, check_id
+from hmem.views import context_to_dict, session_view, with_versions
 
 __all__ = ["MAX_QUESTION_CHARS", "PAGE_SIZE", "build_user_pages", "int_param"]
 
@@ -99,7 +98,7 @@ def build_user_pages(
         infos = memory.session_infos(user)
         stats = memory.stats(user)
         profile = [
-            {"entry": profile_entry_to_dict(e), "history": [profile_entry_to_dict(h) for h in
+            {"entry": e.to_dict(), "history": [h.to_dict() for h in
                                                             memory.profile.history(user, e.key)]}
             for e in memory.profile.all(user)
         ]
@@ -137,7 +136,7 @@ def build_user_pages(
         session, mid = check_id(session_id, "session_id"), check_id(message_id, "message_id")
         buffered = next((m for m in memory.history(user, session) if m.id == mid), None)
         derived = memory.items(user, source_message_id=mid)
-        profile = [profile_entry_to_dict(h) for e in memory.profile.all(user) for h in memory.profile.history(user, e.key)
+        profile = [h.to_dict() for e in memory.profile.all(user) for h in memory.profile.history(user, e.key)
                    if h.provenance.message_id == mid]
         if buffered is None and not derived and not profile:
             raise NotFound(f"user {user!r} has no message {mid!r} in session {session!r} (buffered or archived)")
@@ -178,7 +177,7 @@ def build_user_pages(
 
 
 def _item_row(item: MemoryItem) -> dict[str, Any]:
-    row = item_to_dict(item)
+    row = item.to_dict()
     # A near-duplicate merged into the item refreshes updated_at (LongTermStore dedup).
     row["merged_at"] = row["updated_at"] if item.updated_at - item.created_at > timedelta(seconds=1) else None
     return row

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from hmem.cli.common import short
+from hmem.views import short
 
 __all__ = ["SECURITY_HEADERS", "Pages", "path_part", "when"]
 
