@@ -116,7 +116,6 @@ class AsyncMemory:
     summary = _in_thread(Memory.summary)
     set_system_prompt = _in_thread(Memory.set_system_prompt)
     clear_session = _in_thread(Memory.clear_session)
-    sessions_of = _in_thread(Memory.sessions_of)
     session_infos = _in_thread(Memory.session_infos)
     users = _in_thread(Memory.users)
     export_user = _in_thread(Memory.export_user)

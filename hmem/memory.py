@@ -352,10 +352,6 @@ class Memory:
         existed = self._sessions.delete(user, session)
         return self._summaries.delete(user, session) or existed
 
-    def sessions_of(self, user_id: str) -> list[str]:
-        """The user's session ids, most recently updated first."""
-        return [info.session_id for info in self.session_infos(user_id)]
-
     def session_infos(self, user_id: str) -> list[SessionInfo]:
         """The user's sessions with message count, version and last update, most recent first."""
         return self._sessions.list_sessions(check_id(user_id, "user_id"))

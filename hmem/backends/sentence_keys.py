@@ -1,8 +1,7 @@
 """Sentence keys written behind the add (:mod:`hmem.longterm.keys`), durably.
 
-Embedding a turn's sentences costs about one and a half more encodes of the turn
-(measured with the ONNX MiniLM: 9.0 ms for a turn, 12.7 ms more for its sentences),
-which ``Memory.add`` must not wait for (docs/write-path.md). So :meth:`submit` writes
+Embedding a turn's sentences costs more than encoding the turn itself, which
+``Memory.add`` must not wait for (docs/write-path.md has the timings). So :meth:`submit` writes
 each turn's key texts to a ``key_jobs`` table in hmem's SQLite file (~0.3 ms; they
 survive a crash, and the next process builds them) and returns; a thread embeds and
 writes them once writes pause for :data:`IDLE_S` (the embedded vector index holds the

@@ -181,7 +181,7 @@ def _ingest(mem: Memory, conversations: list[EvalConversation], out: Output) -> 
         task = progress.add_task("", total=total)
         for conv in conversations:
             started = time.perf_counter()
-            reused = bool(mem.sessions_of(conv.id))  # a kept --data folder: ask again without re-adding
+            reused = bool(mem.session_infos(conv.id))  # a kept --data folder: ask again without re-adding
             evicted = 0
             for session in conv.sessions:
                 progress.update(task, description=f"{conv.id} {session.id}")

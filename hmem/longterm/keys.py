@@ -6,9 +6,8 @@ between its sentences, and a question about Melanie's activities is far from all
 on average. So besides the turn's own vector, each of its sentences is embedded as a key
 of its own (:func:`hmem.longterm.index_text.sentence_keys`) in a second vector index, and
 a turn's dense score becomes the mean of its own cosine and the best of it and its keys'
-(:func:`fold_keys`). The text shown and BM25's key are unchanged. Measured on LoCoMo
-(docs/longterm.md, "Sentence keys"): dense-only R@10 49.9 → 57.6 on the conversations
-the design was chosen on.
+(:func:`fold_keys`). The text shown and BM25's key are unchanged (what it measured:
+docs/longterm.md, "Sentence keys").
 
 :class:`SentenceKeyIndex` is the port :class:`~hmem.longterm.store.LongTermStore`
 writes keys through; :class:`InlineSentenceKeys` is its reference implementation (keys

@@ -28,7 +28,7 @@ from hmem.memory import Memory, ProfileView
 PUBLIC = {
     "open", "from_settings", "profile", "options",
     "add", "context", "remember", "recall", "forget", "forget_user", "items", "retrieve",
-    "history", "summary", "set_system_prompt", "clear_session", "sessions_of", "session_infos", "users",
+    "history", "summary", "set_system_prompt", "clear_session", "session_infos", "users",
     "export_user", "import_user", "stats", "readiness", "warm_up", "flush", "close",
 }
 

@@ -168,7 +168,7 @@ def test_forget_user_erases_every_tier(mem: Memory) -> None:
     mem.remember("u1", "Likes jazz")
     counts = mem.forget_user("u1")
     assert counts["sessions"] == 1 and counts["profile_keys"] >= 1 and counts["items"] >= 1
-    assert mem.stats("u1")["items"] == 0 and mem.sessions_of("u1") == [] and mem.profile.all("u1") == []
+    assert mem.stats("u1")["items"] == 0 and [i.session_id for i in mem.session_infos("u1")] == [] and mem.profile.all("u1") == []
 
 
 def test_background_compaction_loses_nothing(tmp_path: Path, embedder: Any) -> None:

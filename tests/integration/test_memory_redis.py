@@ -152,7 +152,7 @@ def test_second_app_instance_sees_history_summary_and_profile(
             assert app_b.summary(USER, SESSION) == summary
             assert {e.key: e.value for e in app_b.profile.all(USER)} == {
                 "name": "Ingrid", "location": "Lisbon", "diet": "vegetarian"}
-            assert app_b.sessions_of(USER) == [SESSION]
+            assert [i.session_id for i in app_b.session_infos(USER)] == [SESSION]
             ctx = app_b.context(USER, SESSION, query="Where could I eat tonight?")
             assert ctx.messages[0]["role"] == "system"
             assert str(ctx.messages[0]["content"]).startswith("You are a concise travel assistant.")

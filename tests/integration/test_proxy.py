@@ -227,7 +227,7 @@ def test_bad_requests_name_the_field(tmp_path: Path) -> None:
         for body, field in cases:
             response = httpx.post(f"{url}/chat/completions", headers=auth, json=body)
             assert (response.status_code, response.json()["error"]["field"]) == (422, field), body
-        assert memory.sessions_of("alice") == []
+        assert [i.session_id for i in memory.session_infos("alice")] == []
         response = httpx.post(f"{url}/chat/completions", headers=auth, content=b"{nope")
         assert response.status_code == 422 and response.json()["error"]["field"] == "body"
         assert upstream.completion_requests == []
@@ -242,7 +242,7 @@ def test_a_turn_too_large_for_the_window_is_refused_and_stores_nothing(tmp_path:
                               json={"model": MODEL, "max_tokens": 127_000,
                                     "messages": [{"role": "user", "content": "tell me about it " * 750}]}, timeout=120)
         assert (response.status_code, response.json()["error"]["type"]) == (409, "budget_exceeded")
-        assert memory.sessions_of("alice") == [] and upstream.completion_requests == []
+        assert [i.session_id for i in memory.session_infos("alice")] == [] and upstream.completion_requests == []
 
 
 def test_max_tokens_below_hmem_reply_reserve_is_the_reply_reserve(tmp_path: Path) -> None:

@@ -306,9 +306,6 @@ def test_unreachable_redis_is_503_and_readyz_says_which(tmp_path: Path) -> None:
 
 
 class _ExplodingMemory(Memory):
-    def sessions_of(self, user_id: str) -> list[str]:  # pragma: no cover - not used by the API
-        raise AssertionError
-
     def history(self, user_id: str, session_id: str, last_n: int | None = None) -> list[Any]:
         raise RuntimeError("secret-internal-detail in /srv/hmem/db.py line 42")
 

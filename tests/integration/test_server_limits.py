@@ -186,7 +186,7 @@ def test_the_proxy_refuses_utf16_and_places_malformed_json_by_line_and_column(tm
         error = _error(httpx.post(f"{url}/chat/completions", content=broken, headers=headers, timeout=30),
                        422, "invalid_input")
         assert error["field"] == "body" and "line 2, column 15" in error["message"]
-        assert memory.sessions_of("alice") == [] and upstream.completion_requests == []
+        assert [i.session_id for i in memory.session_infos("alice")] == [] and upstream.completion_requests == []
 
 
 # -- MCP over HTTP ------------------------------------------------------------------------------

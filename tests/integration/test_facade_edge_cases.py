@@ -1,5 +1,5 @@
-"""Regressions found in the review of the integration layer (facade, builder, settings,
-export/import, server factory). Each test failed before its fix.
+"""Edge cases of the integration layer (facade, builder, settings, export/import, server
+factory): bad arguments refused, nothing half-written.
 
 Bad inputs tried here (each raises InvalidInput naming the field, and changes nothing):
 ``context(k=-1 | "3" | True | 2.5 | 1001)``, an export file that is not UTF-8, an export
@@ -104,7 +104,7 @@ def test_open_with_redis_url_puts_every_tier_in_redis(tmp_path: Path, redis_pref
         assert [m.content for m in b.history("u1", "s1")] == ["I moved to Lisbon last month."]
         entry = b.profile.get("u1", "city")
         assert entry is not None and entry.value == "Lisbon"
-        assert b.sessions_of("u1") == ["s1"]
+        assert [i.session_id for i in b.session_infos("u1")] == ["s1"]
 
 
 def _open_fds_under(folder: Path) -> list[str]:

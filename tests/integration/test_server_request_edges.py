@@ -1,5 +1,4 @@
-"""Defects found by an outside reliability test of the HTTP API, each against a real
-uvicorn (httpx as the client):
+"""Edge cases of the HTTP API's requests, each against a real uvicorn (httpx as the client):
 
 * a message of exactly the 1,000,000-character limit (and one less) is stored,
   indexed and recallable, and later appends to its session work;
