@@ -5,8 +5,9 @@ calling the compactor after each append the way ``Memory.add()`` does, and repor
 p50 / p95 / max of the append call (append + submit/compact) in milliseconds.
 
   none        append only (no summary at all: the floor)
-  background  append + a compaction queued on a SerialWorker, coalesced per session
-              (what Memory does with compaction="background": the worker folds while we append)
+  background  append + a ``compact`` job on a JobEngine, coalesced per session (what Memory
+              does with compaction="background": the engine's thread folds while we append;
+              the job queue is SQLite in the same file for sqlite, in memory for memory)
   foreground  append + Compactor.compact() (the caller pays for the fold)
 
 The summarizer is the offline extractive one; ``--llm-delay`` adds a local scripted
@@ -25,23 +26,25 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hmem._worker import SerialWorker
+from hmem.backends.memory.jobs import MemoryJobQueue
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.backends.sqlite.jobs import SqliteJobQueue
 from hmem.backends.sqlite.sessions import SqliteSessionStore
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
+from hmem.jobs import JobEngine, JobKind
 from hmem.providers.llm import OpenAICompatibleLLM
 from hmem.session.compaction import Compactor
 from hmem.session.summarizer import Summarizer
 from hmem.session.window import hybrid_window
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 from hmem.tokens import get_tokenizer
-from hmem.types import Message
+from hmem.types import Job, JobSpec, Message
 
 TOK = get_tokenizer("gpt-4o-mini")
 
@@ -56,8 +59,9 @@ def run(mode: str, backend: str, *, n: int, budget: int, llm: Any, tmp: Path, pa
         db = SqliteDatabase(tmp / f"{mode}-{time.monotonic_ns()}.db")
         sessions: Any = SqliteSessionStore(db)
         summaries: Any = SqliteSummaryStore(db)
+        queue: Any = SqliteJobQueue(db)
     else:
-        sessions, summaries = MemorySessionStore(), MemorySummaryStore()
+        sessions, summaries, queue = MemorySessionStore(), MemorySummaryStore(), MemoryJobQueue()
     archived: list[int] = []
     compactor = Compactor(
         sessions,
@@ -66,10 +70,16 @@ def run(mode: str, backend: str, *, n: int, budget: int, llm: Any, tmp: Path, pa
         lambda msgs: hybrid_window(msgs, TOK, budget),
         archive=lambda u, s, msgs: archived.append(len(msgs)),
     )
-    worker = SerialWorker(name="bench-compaction")
+
+    def compact_jobs(jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            compactor.compact(job.user_id, job.payload["session"])
+
+    engine = JobEngine(queue)
+    engine.register(JobKind("compact", compact_jobs, coalesce=True))
     after: Callable[[], object] = {
         "none": lambda: None,
-        "background": lambda: worker.submit(lambda: compactor.compact("u", "s"), key=("u", "s")),
+        "background": lambda: engine.submit([JobSpec("compact", "u", {"session": "s"}, key="s")]),
         "foreground": lambda: compactor.compact("u", "s"),
     }[mode]
     latencies: list[float] = []
@@ -80,8 +90,9 @@ def run(mode: str, backend: str, *, n: int, budget: int, llm: Any, tmp: Path, pa
         after()
         latencies.append((time.perf_counter() - t0) * 1000)
         if pace_s:
-            time.sleep(pace_s)  # a conversation's pace: the worker runs between appends
-    worker.close(timeout=None)
+            time.sleep(pace_s)  # a conversation's pace: the engine runs between appends
+    engine.close(timeout=None)
+    assert engine.report()["quarantined"] == [], "a compaction failed"
     buffer = len(sessions.load("u", "s").messages)
     assert buffer + sum(archived) == n, "lost or duplicated messages"
     return {

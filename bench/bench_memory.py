@@ -196,7 +196,7 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="items per user to measure at")
     parser.add_argument("--queries", type=int, default=50, help="queries per size (recall and context each)")
     parser.add_argument("--skip-ingest", action="store_true")
-    parser.add_argument("--no-sentence-keys", action="store_true", help="HMEM_SENTENCE_KEYS=false (the baseline)")
+    parser.add_argument("--no-sentence-keys", action="store_true", help="sentence_keys=false (the baseline)")
     parser.add_argument("--compare", metavar="KEY=VALUE", nargs="*", default=[],
                         help="also time each query under LongTermConfig with these fields (e.g. session_weight=0)")
     args = parser.parse_args()

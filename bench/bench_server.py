@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,11 +59,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(env_extra: dict[str, str], data: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(env_extra: dict[str, str], data: Path,
+                 tuning: Mapping[str, object] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``hmem serve`` on ``data``: ``env_extra`` adds HMEM_* variables (storage, models,
+    keys), ``tuning`` adds tuning settings (``extract_facts``, ``archive_turns`` …) to the
+    TOML file ``data``/hmem-bench.toml that HMEM_CONFIG names: hmem refuses those as variables."""
     port = _free_port()
+    settings = {"extract_profile": False, "extract_facts": False, **(tuning or {})}
+    data.mkdir(parents=True, exist_ok=True)
+    config = data / "hmem-bench.toml"
+    config.write_text("[hmem]\n" + "".join(f"{name} = {json.dumps(value)}\n" for name, value in settings.items()),
+                      encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HMEM_")}
     env.update({"HF_HUB_OFFLINE": "1", "HMEM_API_KEYS": KEY, "HMEM_VECTORS": "memory", "HMEM_COMPACTION": "off",
-                "HMEM_EXTRACT_PROFILE": "false", "HMEM_EXTRACT_FACTS": "false", **env_extra})
+                "HMEM_CONFIG": str(config), **env_extra})
     proc = subprocess.Popen([sys.executable, "-c", SERVE, "serve", "--port", str(port), "--data", str(data),
                              "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}"

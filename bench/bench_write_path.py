@@ -225,9 +225,10 @@ async def serve_appends(url: str, clients: int, requests: int, sessions: int,
 def serve(args: argparse.Namespace) -> tuple[Phase, str, int]:
     prefix = f"hmembench-{secrets.token_hex(4)}"
     env = {"HMEM_REDIS_URL": args.redis_url, "HMEM_REDIS_PREFIX": prefix, "HMEM_VECTORS": args.serve_vectors,
-           "HMEM_ARCHIVE_TURNS": "on_add", **dict(kv.split("=", 1) for kv in args.serve_env)}
+           **dict(kv.split("=", 1) for kv in args.serve_env)}
+    tuning = {"archive_turns": "on_add", **dict(kv.split("=", 1) for kv in args.serve_set)}
     with tempfile.TemporaryDirectory(prefix="hmem-serve-") as tmp:
-        proc, url = start_server(env, Path(tmp))
+        proc, url = start_server(env, Path(tmp), tuning)
         try:
             return asyncio.run(serve_appends(url, args.clients, args.requests, args.sessions, args.users))
         finally:
@@ -252,14 +253,17 @@ def main() -> int:
     ap.add_argument("--profile", type=int, default=0, metavar="N", help="print the N costliest functions of add()")
     ap.add_argument("--turns", type=int, default=None, help="only the first N turns of data/ (default: all 422)")
     ap.add_argument("--skip-cold", action="store_true", help="skip the cold-start processes")
-    ap.add_argument("--no-sentence-keys", action="store_true", help="HMEM_SENTENCE_KEYS=false (the baseline)")
+    ap.add_argument("--no-sentence-keys", action="store_true", help="sentence_keys=false (the baseline)")
     ap.add_argument("--clients", type=int, default=20)
     ap.add_argument("--requests", type=int, default=50, help="appends per client")
     ap.add_argument("--sessions", type=int, default=20)
     ap.add_argument("--users", type=int, default=1, help="client n appends to user n %% USERS (default: all to one)")
     ap.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--serve-vectors", default="chroma", help="HMEM_VECTORS of the server (chroma, memory)")
-    ap.add_argument("--serve-env", nargs="*", default=[], metavar="HMEM_X=V", help="more server settings")
+    ap.add_argument("--serve-env", nargs="*", default=[], metavar="HMEM_X=V",
+                    help="more server environment settings (storage, models, keys: hmem.config.ENV_SETTINGS)")
+    ap.add_argument("--serve-set", nargs="*", default=[], metavar="NAME=V",
+                    help="more server tuning settings (e.g. buffer_tokens=3000), in the server's HMEM_CONFIG file")
     ap.add_argument("--embedder", choices=["minilm", "onnx"], default="onnx",
                     help="the model of the embedded part (floor and add; cold start): torch MiniLM or its int8 ONNX")
     ap.add_argument("--cold-child", type=Path, help=argparse.SUPPRESS)

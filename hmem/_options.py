@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 from hmem.assembly.assemble import TierCaps, check_relevance_cutoff
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
 from hmem.errors import InvalidInput
+from hmem.jobs import JobEngine
 from hmem.types import RELEVANCE_CUTOFF
 
 if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no store code)
@@ -92,12 +93,12 @@ class MemoryOptions:
 
     ``extraction``: ``"background"`` runs everything after the append (archiving,
     profile and fact extraction — an LLM call when one is configured — and
-    compaction) on the Memory's :class:`~hmem._worker.SerialWorker` — one user's work in
-    order, other users' beside it — so
+    compaction) as durable jobs of the Memory's :class:`~hmem.jobs.JobEngine` — one user's
+    work in order, other users' beside it — so
     ``add()`` returns once the messages are durably stored; :meth:`Memory.flush` waits
     for it. ``AddResult.profile``/``facts``/``compaction`` are then empty.
-    ``compaction="background"`` queues only the compaction on that worker (one queued
-    run per session, however many appends asked for it).
+    ``compaction="background"`` queues only the compaction there (one queued run per
+    session, however many appends asked for it).
 
     >>> MemoryOptions(extraction="later")
     Traceback (most recent call last):
@@ -177,6 +178,9 @@ class MemoryParts:
     fact_extractor: FactExtractor | None = None
     options: MemoryOptions = field(default_factory=MemoryOptions)
     on_close: Sequence[Callable[[], None]] = ()
+    #: Runs the work behind the writes (:mod:`hmem.jobs`); its queue is durable when
+    #: :func:`hmem.build.build_parts` makes it (hand-made parts: in memory).
+    engine: JobEngine = field(default_factory=lambda: JobEngine(_memory_queue()))
 
     @property
     def stores(self) -> UserStores:
@@ -194,3 +198,9 @@ class AddResult:
     compaction: CompactionResult | None = None
     #: How the facts were extracted (method, tokens, why the LLM was not used), when they were.
     fact_report: FactReport | None = None
+
+
+def _memory_queue() -> Any:
+    from hmem.backends.memory.jobs import MemoryJobQueue
+
+    return MemoryJobQueue()

@@ -4,10 +4,11 @@ archive the turns, extract profile updates and facts from the user turns, compac
 The turns and the extracted facts are written together
 (:meth:`~hmem.longterm.store.LongTermStore.ingest`: one embedding call per add).
 All of it runs on the caller's thread, or — with ``extraction="background"`` — as one
-job on the Memory's :class:`~hmem._worker.SerialWorker`, in the user's lane: one user's
-jobs in submission order, other users' beside them.
-``compaction="background"`` submits just the compaction to that same worker (the user's
-lane), keyed by session so repeated requests for a session waiting in the queue coalesce into one run.
+durable ``after_add`` job of the Memory's :class:`~hmem.jobs.JobEngine` (the batch and the
+turn before it are in the job, so a crash after ``add()`` returned loses nothing: the
+next process runs it): one user's jobs in submission order, other users' beside them.
+``compaction="background"`` submits just the compaction as a ``compact`` job keyed by
+session, so repeated requests for a session waiting in the queue coalesce into one run.
 
 Extraction reports itself: ``AddResult.profile`` (:class:`AppliedUpdates`) and
 ``AddResult.fact_report`` (:class:`~hmem.longterm.facts.FactReport`) each carry the method
@@ -16,7 +17,9 @@ with the reason), and the prompt/completion tokens extraction spent on the add.
 
 Example::
 
-    pipeline = AfterAppend(parts, worker)
+    pipeline = AfterAppend(parts)
+    for kind in pipeline.job_kinds():
+        parts.engine.register(kind)
     profile, facts, fact_report, compaction = pipeline.run(user, session, batch, "foreground")  # after the append
 """
 
@@ -25,26 +28,27 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from hmem.jobs import JobKind
 from hmem.longterm.facts import FactReport, TurnContext, fact_entries
 from hmem.profile.extract import AppliedUpdates, ExtractionMethod, ProfileUpdate, apply_updates, extract_profile
 from hmem.profile.statements import is_chinese, update_statements
-from hmem.types import Message, ProfileEntry, Provenance, Usage
+from hmem.types import Job, JobSpec, Message, ProfileEntry, Provenance, Usage
 
 if TYPE_CHECKING:
     from hmem._options import MemoryParts
-    from hmem._worker import SerialWorker
     from hmem.longterm.types import RememberResult
     from hmem.protocols import Embedder, Tokenizer
     from hmem.session.compaction import CompactionResult
 
-__all__ = ["MAX_BACKLOG", "WORKER_LANES", "AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
+__all__ = ["AFTER_ADD", "COMPACT", "MAX_BACKLOG", "WORKER_LANES", "AfterAppend", "Outcome", "warm_rules", "warm_up_models"]
 
-#: Threads of the Memory's background worker: one user's jobs keep their order on one of
-#: them, other users' run on the others (so their embedding calls can share a model batch).
+#: Threads running ``after_add`` (and ``compact``) jobs: one user's jobs keep their order,
+#: other users' run beside them (so their embedding calls can share a model batch).
 WORKER_LANES = 4
+#: The job kinds of the pipeline.
+AFTER_ADD, COMPACT = "after_add", "compact"
 
 #: Background pipeline jobs an ``add()`` may leave queued; past this many it waits for
 #: room, so a worker that cannot keep up slows its callers instead of queueing without end.
@@ -59,10 +63,26 @@ Outcome: TypeAlias = (
 class AfterAppend:
     """The pipeline after an append (see the module doc); holds no state of its own."""
 
-    def __init__(self, parts: MemoryParts, worker: SerialWorker, *, max_backlog: int = MAX_BACKLOG) -> None:
+    def __init__(self, parts: MemoryParts, *, max_backlog: int = MAX_BACKLOG) -> None:
         self._parts = parts
-        self._worker = worker
+        self._engine = parts.engine
         self._max_backlog = max_backlog
+
+    def job_kinds(self) -> tuple[JobKind, ...]:
+        """The background jobs of the pipeline, for the engine to run."""
+        return (JobKind(AFTER_ADD, self._run_jobs, lanes=WORKER_LANES),
+                JobKind(COMPACT, self._compact_jobs, lanes=WORKER_LANES, coalesce=True))
+
+    def _run_jobs(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            payload = job.payload
+            batch = [Message._from_storage(m) for m in payload["messages"]]
+            previous = None if payload.get("previous") is None else Message._from_storage(payload["previous"])
+            self._steps(job.user_id, payload["session"], batch, previous)
+
+    def _compact_jobs(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            self._parts.compactor.compact(job.user_id, job.payload["session"])
 
     def run(self, user: str, session: str, batch: list[Message], extraction: Literal["foreground", "background"]
             ) -> Outcome:
@@ -74,8 +94,10 @@ class AfterAppend:
             # Found now, right after the append: later appends must not shift it.
             previous = self._message_before(user, session, batch[0].id, len(batch))
         if extraction == "background":
-            self._worker.wait_below(self._max_backlog)  # a worker that falls behind slows its producers
-            self._worker.submit(partial(self._steps, user, session, batch, previous), lane=user)
+            self._engine.wait_below(AFTER_ADD, self._max_backlog)  # workers that fall behind slow their producers
+            self._engine.submit([JobSpec(AFTER_ADD, user, {
+                "session": session, "messages": [m.to_openai(include_meta=True) for m in batch],
+                "previous": None if previous is None else previous.to_openai(include_meta=True)})])
             return None, (), None, None
         return self._steps(user, session, batch, previous)
 
@@ -121,8 +143,7 @@ class AfterAppend:
             return parts.compactor.compact(user, session)
         if parts.options.compaction == "background":
             # Coalesced per session: a compaction still waiting in the queue covers this append too.
-            self._worker.submit(partial(parts.compactor.compact, user, session), key=("compact", user, session),
-                                lane=user)
+            self._engine.submit([JobSpec(COMPACT, user, {"session": session}, key=session)])
         return None
 
     def _message_before(self, user: str, session: str, first_id: str, batch_size: int) -> Message | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from hmem._options import UserStores
 from hmem.backends.write_behind import WriteBehindVectorIndex
+from hmem.jobs import JobEngine
 from hmem.protocols import VectorIndex
 
 __all__ = ["PROBE_USER", "BackendReady", "probes", "run_probes"]
@@ -45,8 +46,9 @@ class BackendReady:
     detail: str | None = None
 
 
-def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]:
-    """A probe per tier: sessions, summaries, profile, items, vectors, lexical."""
+def probes(stores: UserStores, engine: JobEngine | None = None) -> dict[str, tuple[object, Callable[[], object]]]:
+    """A probe per tier: sessions, summaries, profile, items, vectors, lexical; and the
+    background jobs' queue (``jobs``) when ``engine`` is given."""
     lt = stores.longterm
     # Named after the index behind a write-behind front: that is what answers.
     vectors = lt.vectors.inner if isinstance(lt.vectors, WriteBehindVectorIndex) else lt.vectors
@@ -57,7 +59,24 @@ def probes(stores: UserStores) -> dict[str, tuple[object, Callable[[], object]]]
         "items": (lt.items, lambda: lt.items.count(PROBE_USER)),
         "vectors": (vectors, lambda: _vectors_probe(lt.vectors)),
         "lexical": (lt.lexical, lambda: lt.lexical.count(PROBE_USER)),
+        **({"jobs": (engine.queue, lambda: _jobs_probe(engine))} if engine is not None else {}),
     }
+
+
+def _jobs_probe(engine: JobEngine) -> str | None:
+    """What the background engine has waiting, and what it set aside (counts only)."""
+    counts = engine.queue.counts()
+    waiting = {kind: c.waiting + c.running for kind, c in counts.items() if c.waiting or c.running}
+    stuck = {kind: c.quarantined for kind, c in counts.items() if c.quarantined}
+    if not (waiting or stuck):
+        return None
+    parts = []
+    if waiting:
+        parts.append("background jobs waiting: " + ", ".join(f"{k} {n}" for k, n in sorted(waiting.items())))
+    if stuck:
+        parts.append("quarantined after failing repeatedly (each user's stats and inspector page name them): "
+                     + ", ".join(f"{k} {n}" for k, n in sorted(stuck.items())))
+    return "; ".join(parts)
 
 
 def _vectors_probe(vectors: VectorIndex) -> str | None:

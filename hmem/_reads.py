@@ -14,19 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, Literal
+from typing import Any
 
 from hmem._options import SYSTEM_PROMPT_ID, UserStores, messages_to_append
 from hmem.assembly.assemble import budget_for
 from hmem.backends.write_behind import WriteBehindVectorIndex
 from hmem.errors import EmbedderMismatch, InvalidInput
-from hmem.longterm.types import MAX_K, check_k
+from hmem.longterm.types import MAX_K
 from hmem.protocols import ItemFilter
 from hmem.session.compaction import split_covered
 from hmem.tokens.models import resolve_model
-from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, check_text, renamed
+from hmem.types import Hit, MemoryItem, Message, SessionSummary, check_id, renamed
 
-__all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth", "retrieve",
+__all__ = ["MAX_CONTEXT_RECALL", "MAX_K", "MIN_RECALLED_TOKENS", "check_context_k", "context_depth", "distinct_sources", "embedder_info", "find_items", "recall_depth",
            "session_view", "user_stats", "vector_moves"]
 
 
@@ -151,20 +151,6 @@ def find_items(
     wanted = list(dict.fromkeys(check_id(i, "ids") for i in ids))
     found = items.get(user, wanted) if wanted else {}
     return [found[i] for i in wanted if i in found and flt.matches(found[i])]
-
-
-def retrieve(stores: UserStores, user_id: str, query: str, k: int, using: Literal["lexical", "dense"]) -> list[MemoryItem]:
-    """The user's ``k`` best items by one retriever alone (BM25 or embeddings), unfused."""
-    user, text = check_id(user_id, "user_id"), check_text(query, "query", allow_empty=False)
-    check_k(k)
-    lt = stores.longterm
-    if using == "lexical":
-        ranked = [h.id for h in lt.lexical.search(user, text, k)]
-    elif using == "dense":
-        ranked = [h.id for h in lt.dense_search(user, text, k)]
-    else:
-        raise InvalidInput(f"using must be 'lexical' or 'dense', got {using!r}", field="using")
-    return find_items(stores, user, ids=ranked)
 
 
 def embedder_info(stores: UserStores, user_id: str) -> dict[str, Any]:

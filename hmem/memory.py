@@ -36,9 +36,8 @@ from hmem._options import (
     messages_to_append,
     put_system_prompt,
 )
-from hmem._pipeline import WORKER_LANES, AfterAppend, warm_up_models
+from hmem._pipeline import AfterAppend, warm_up_models
 from hmem._readiness import BackendReady, probes, run_probes
-from hmem._worker import SerialWorker
 from hmem.assembly.assemble import TierCaps, assemble
 from hmem.assembly.render import ContextTemplate
 from hmem.config import Settings
@@ -111,15 +110,18 @@ class Memory:
     Build one with :meth:`open` (embedded default) or :meth:`from_settings`; the
     constructor takes ready parts (:func:`hmem.build.build_parts`, or hand-made for
     tests and custom deployments). Background work (``extraction``/``compaction`` =
-    ``"background"``) runs on a background worker (one user's jobs in order) that :meth:`flush` waits for.
+    ``"background"``) runs as durable jobs of the background engine (:mod:`hmem.jobs`;
+    one user's jobs in order) that :meth:`flush` waits for.
     """
 
     def __init__(self, parts: MemoryParts, *, tokenizer_for: Callable[[str], Tokenizer] = get_tokenizer) -> None:
         self._parts = parts
         self._sessions, self._summaries, self._longterm = parts.sessions, parts.summaries, parts.longterm
         self._stores = parts.stores
-        self._worker = SerialWorker(name="hmem-pipeline", lanes=WORKER_LANES)  # threads start on first use
-        self._after_append = AfterAppend(parts, self._worker)
+        self._engine = parts.engine  # threads start with the first job of each kind
+        self._after_append = AfterAppend(parts)
+        for kind in self._after_append.job_kinds():  # and run what an earlier process left
+            self._engine.register(kind)
         self._tokenizer_for = tokenizer_for
         self._closed = False
 
@@ -320,12 +322,6 @@ class Memory:
         return reads.find_items(self._stores, user_id, ids=ids, session_id=session_id,
                           source_message_id=source_message_id, kinds=kinds)
 
-    def retrieve(self, user_id: str, query: str, k: int = 10, *, using: Literal["lexical", "dense"]) -> list[MemoryItem]:
-        """One retriever alone, unfused and unboosted: the user's ``k`` best items by BM25
-        (``using="lexical"``) or by embedding similarity (``"dense"``). Meant for
-        ablations (``hmem eval``); answer with :meth:`recall`."""
-        return reads.retrieve(self._stores, user_id, query, k, using)
-
     # -- sessions -----------------------------------------------------------------------
 
     def history(self, user_id: str, session_id: str, last_n: int | None = None) -> list[Message]:
@@ -372,13 +368,16 @@ class Memory:
         return transfer.import_user(self._stores, Path(path), user_id=user_id)
 
     def stats(self, user_id: str) -> dict[str, Any]:
-        """Counts per tier for one user, and ``embedder``: the model in use, ``fallback``
-        (why it stands in for the configured one, else None) and what made the user's vectors."""
-        return reads.user_stats(self._stores, user_id)
+        """Counts per tier for one user; ``embedder``: the model in use, ``fallback`` (why it
+        stands in for the configured one, else None) and what made the user's vectors; and
+        ``background``: the user's jobs waiting, running and quarantined, per kind, with the
+        quarantined ones and their errors (:meth:`hmem.jobs.JobEngine.report`)."""
+        stats = reads.user_stats(self._stores, user_id)
+        return {**stats, "background": self._engine.report(stats["user_id"])}
 
     def readiness(self, timeout_s: float = 2.0) -> dict[str, BackendReady]:
         """Whether each backend answers a cheap read within ``timeout_s`` (all at once; for ``/readyz``)."""
-        return run_probes(probes(self._stores), timeout_s)
+        return run_probes(probes(self._stores, self._engine), timeout_s)
 
     def warm_up(self) -> None:
         """Load the embedding model and run it once, load the chat model's tokenizer and
@@ -390,7 +389,7 @@ class Memory:
         """Wait until background extraction and compaction have caught up, written vectors
         are in the index and archived turns' sentence keys are built (``timeout`` for each);
         True if they did."""
-        caught_up = self._worker.flush(timeout)
+        caught_up = self._engine.flush(timeout)  # the pipeline first: it writes vectors and keys
         return self._longterm.flush_keys(timeout) and caught_up
 
     def close(self) -> None:
@@ -398,7 +397,7 @@ class Memory:
         if self._closed:
             return
         self._closed = True
-        self._worker.close(timeout=60.0)
+        self._engine.close(timeout=60.0)
         for closer in self._parts.on_close:
             try:
                 closer()

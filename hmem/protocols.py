@@ -6,7 +6,7 @@ implementation must pass. The suites ship with hmem as pytest classes in
 :mod:`hmem.testing.contracts` (``SessionStoreContract``, ``SummaryStoreContract``,
 ``ProfileStoreContract``, ``ItemStoreContract``, ``VectorIndexContract``,
 ``LexicalIndexContract``, ``EmbedderContract``, ``LLMContract``,
-``TokenizerContract``): a third-party backend subclasses one and overrides its
+``TokenizerContract``, ``JobQueueContract``): a third-party backend subclasses one and overrides its
 fixture to get the whole suite. hmem's own backends run them in ``tests/contract/``.
 
 Scoping rule for every store: a record belongs to a ``user_id`` (and a session
@@ -24,6 +24,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from hmem.item_filter import ItemFilter
 from hmem.types import (
+    Job,
+    JobCounts,
+    JobSpec,
     MemoryItem,
     Message,
     ProfileEntry,
@@ -41,6 +44,7 @@ __all__ = [
     "IndexStamp",
     "ItemFilter",
     "ItemStore",
+    "JobQueue",
     "LLMReply",
     "LexicalIndex",
     "ProfileStore",
@@ -370,3 +374,69 @@ class ItemStore(Protocol):
     def delete_user(self, user_id: str) -> int: ...
 
     def count(self, user_id: str) -> int: ...
+
+
+@runtime_checkable
+class JobQueue(Protocol):
+    """The durable queue of the background engine (:mod:`hmem.jobs`): work derived from
+    acknowledged writes (vector moves, sentence keys, extraction, compaction).
+
+    Delivery is at least once: :meth:`take` leases jobs, and a job is gone only after
+    :meth:`done` (or :meth:`drop`); a lease that runs out (its process died) makes the
+    job due again. Order: :meth:`take` returns users in the order of their oldest job
+    and, of each, its jobs oldest first up to one not yet due (in back-off); never a job
+    of a user who has a job of that kind running. So one user's jobs of one kind run in
+    order, one batch at a time, across threads and processes. A job failed too often is quarantined: kept with its error, no longer
+    taken, blocking nothing.
+    """
+
+    def put(self, specs: Sequence[JobSpec], *, coalesce: bool = False) -> int:
+        """Store the jobs durably, in order; the number stored. With ``coalesce``, a spec
+        whose (kind, user, key) matches a job waiting (not running) is dropped."""
+        ...
+
+    def take(self, kind: str, limit: int, *, lease_s: float, now: float | None = None) -> list[Job]:
+        """Lease up to ``limit`` due jobs of ``kind`` for ``lease_s`` seconds (the order
+        rule above: :func:`hmem.backends._jobs.job_order_ok`); ``now``: epoch seconds
+        (default: the clock)."""
+        ...
+
+    def done(self, ids: Sequence[str]) -> None:
+        """Remove finished jobs (an unknown id is ignored: it was dropped meanwhile)."""
+        ...
+
+    def fail(self, ids: Sequence[str], error: str, *, retry_at: float | None, now: float | None = None) -> None:
+        """Record a failed run: ``attempts`` + 1 and ``error``; due again at ``retry_at``
+        (epoch seconds), or quarantined when ``retry_at`` is None."""
+        ...
+
+    def requeue(self, ids: Sequence[str]) -> int:
+        """Make quarantined jobs due again (attempts and error cleared); how many."""
+        ...
+
+    def recover(self) -> int:
+        """End every lease at once (a process that owns the queue alone, at start: the
+        jobs its previous run held are due again); how many."""
+        ...
+
+    def drop(self, user_id: str, *, kind: str | None = None, keys: Sequence[str] | None = None) -> int:
+        """Delete the user's jobs (of ``kind``; with these ``keys``), waiting, running or
+        quarantined; how many."""
+        ...
+
+    def counts(self, *, user_id: str | None = None) -> dict[str, JobCounts]:
+        """Per kind (only kinds with jobs), of one user or of everyone."""
+        ...
+
+    def quarantined(self, *, user_id: str | None = None, limit: int = 100) -> list[Job]:
+        """Quarantined jobs, oldest first, with their errors."""
+        ...
+
+    def next_due(self, kind: str) -> float | None:
+        """When a :meth:`take` of ``kind`` could next return a job (epoch seconds): the
+        earliest due time of the oldest job of each user with nothing of the kind
+        running; None when none waits, or every waiting user has one running
+        (:func:`hmem.backends._jobs.first_due`)."""
+        ...
+
+    def close(self) -> None: ...

@@ -47,6 +47,9 @@ __all__ = [
     "DropReason",
     "Hit",
     "JSONScalar",
+    "Job",
+    "JobCounts",
+    "JobSpec",
     "MemoryItem",
     "Message",
     "ProfileEntry",
@@ -705,6 +708,55 @@ class Hit:
             "lexical_rank": self.lexical_rank, "lexical_score": self.lexical_score, "dense_rank": self.dense_rank,
             "dense_score": self.dense_score, "boosts": dict(self.boosts), "round": self.round,
         }
+
+
+# -- background jobs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """Work derived from an acknowledged write, to be done after it returns (a
+    :class:`~hmem.protocols.JobQueue` stores it durably first).
+
+    ``kind`` picks the handler; ``payload`` is JSON (it must be enough to do the work
+    after a restart); ``key`` names what the job is about (an item id, a session), so
+    jobs can be coalesced and dropped by it.
+    """
+
+    kind: str
+    user_id: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A queued :class:`JobSpec`, with its queue id (ordered: a later put has a larger
+    ``seq``), the runs that failed so far and the last error."""
+
+    id: str
+    seq: int
+    kind: str
+    user_id: str
+    payload: Mapping[str, Any]
+    key: str | None
+    attempts: int = 0
+    error: str | None = None
+    created_at: float = 0.0  # epoch seconds
+
+
+@dataclass(frozen=True, slots=True)
+class JobCounts:
+    """Jobs of one kind: ``waiting`` (due or in back-off, not running), ``running``
+    (taken, not finished) and ``quarantined`` (failed too often; set aside)."""
+
+    waiting: int = 0
+    running: int = 0
+    quarantined: int = 0
+
+    def __add__(self, other: JobCounts) -> JobCounts:
+        return JobCounts(self.waiting + other.waiting, self.running + other.running,
+                         self.quarantined + other.quarantined)
 
 
 # -- prompt assembly ---------------------------------------------------------------------

@@ -70,7 +70,7 @@ __all__ = [
     "turn_content",
 ]
 
-ConfigKind = Literal["recall", "lexical", "dense", "context", "answer"]
+ConfigKind = Literal["recall", "context", "answer"]
 
 #: Token budget of the ``context`` configuration (a small model's prompt).
 DEFAULT_CONTEXT_BUDGET = 4000
@@ -89,7 +89,7 @@ class EvalConfig:
     name: str
     kind: ConfigKind
     description: str
-    fusion: Literal["rrf", "weighted"] | None = None
+    fusion: Literal["rrf", "weighted", "lexical", "dense"] | None = None
     recency_half_life: timedelta | None = None
     importance_weight: float = 0.0
 
@@ -98,8 +98,8 @@ class EvalConfig:
 CONFIGS: Mapping[str, EvalConfig] = {
     c.name: c
     for c in (
-        EvalConfig("bm25", "lexical", "BM25 only (hmem's lexical index)"),
-        EvalConfig("dense", "dense", "dense only (the embedder's query vs stored vectors, cosine)"),
+        EvalConfig("bm25", "recall", "BM25 only (hmem's lexical index)", fusion="lexical"),
+        EvalConfig("dense", "recall", "dense only (the embedder's query vs stored vectors, cosine)", fusion="dense"),
         EvalConfig("hybrid", "recall", "hybrid, plain RRF (k=60, equal weights)", fusion="rrf"),
         EvalConfig(
             "hybrid+recency",
@@ -358,14 +358,11 @@ def _retrieve(mem: Memory, cfg: EvalConfig, q: EvalQuestion, want: int) -> list[
     # Facts extracted from a turn map back to that turn and count once: ask for twice as
     # many items so the first ``want`` *distinct* turns are usually all there.
     depth = min(2 * want, 1000)
-    if cfg.kind == "recall":
-        hits: list[Hit] = mem.recall(user, q.question, depth, RecallOptions(
-            fusion=cfg.fusion, recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight))
-        return _distinct_turns(h.item.source_message_id for h in hits)
-    # Single-retriever ablations rank with the long-term store's own indexes (the ones
-    # recall fuses), so they rank exactly what hybrid recall sees.
-    using: Literal["lexical", "dense"] = "lexical" if cfg.kind == "lexical" else "dense"
-    return _distinct_turns(item.source_message_id for item in mem.retrieve(user, q.question, depth, using=using))
+    # The single-retriever configurations (fusion "lexical"/"dense") rank with the indexes
+    # default recall fuses, so they rank exactly what it sees.
+    hits: list[Hit] = mem.recall(user, q.question, depth, RecallOptions(
+        fusion=cfg.fusion, recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight))
+    return _distinct_turns(h.item.source_message_id for h in hits)
 
 
 def _context_turns(mem: Memory, q: EvalQuestion, want: int, budget: int) -> tuple[list[str], int]:

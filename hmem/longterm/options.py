@@ -27,7 +27,10 @@ from hmem.longterm._args import check_kinds, check_metadata, half_life
 from hmem.longterm.stages import check_stage_names
 from hmem.types import JSONScalar, as_datetime, check_id
 
-__all__ = ["RecallOptions"]
+__all__ = ["FUSIONS", "RecallOptions"]
+
+#: How recall combines its retrievers: two fusions, or one retriever alone.
+FUSIONS = ("weighted", "rrf", "lexical", "dense")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,9 @@ class RecallOptions:
 
     Filters (ANDed): ``kinds`` (one kind or several), ``session_id``, ``since`` /
     ``until`` (created; a datetime, ISO text or epoch seconds), ``metadata`` (equal
-    values). Ranking: ``fusion`` (``"weighted"`` or ``"rrf"``; None: the store's),
+    values). Ranking: ``fusion`` (``"weighted"`` or ``"rrf"``; None: the store's; or one
+    retriever alone, ``"lexical"`` (BM25 of the query as written) or ``"dense"`` (embedding
+    similarity), unfused and without ranking stages: the baselines of an ablation),
     ``recency_half_life`` (a timedelta or seconds: newer items score more),
     ``importance_weight``, ``mmr_lambda`` (diversity, 0 to 1), ``stages`` (run only
     these ranking stages of :mod:`hmem.longterm.stages`, e.g. ``("session",)``; None:
@@ -49,7 +54,7 @@ class RecallOptions:
     since: datetime | str | float | None = None
     until: datetime | str | float | None = None
     metadata: Mapping[str, JSONScalar] | None = None
-    fusion: Literal["rrf", "weighted"] | None = None
+    fusion: Literal["rrf", "weighted", "lexical", "dense"] | None = None
     recency_half_life: timedelta | float | None = None
     importance_weight: float = 0.0
     mmr_lambda: float | None = None
@@ -68,8 +73,8 @@ class RecallOptions:
         put(self, "until", hi)
         if self.metadata is not None:
             put(self, "metadata", check_metadata(self.metadata) or None)
-        if self.fusion is not None and self.fusion not in ("rrf", "weighted"):
-            raise InvalidInput(f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}", field="fusion")
+        if self.fusion is not None and self.fusion not in FUSIONS:
+            raise InvalidInput(f"fusion must be one of {list(FUSIONS)}, got {self.fusion!r}", field="fusion")
         if self.recency_half_life is not None:
             put(self, "recency_half_life", half_life(self.recency_half_life))
         weight = self.importance_weight

@@ -168,8 +168,9 @@ class RecallRequest(_In):
     since: Timestamp | None = None
     until: Timestamp | None = None
     metadata: Metadata | None = None
-    fusion: Literal["rrf", "weighted"] | None = Field(
-        default=None, description="score fusion; null = the store's tuned default (weighted, lexical 0.6)")
+    fusion: Literal["rrf", "weighted", "lexical", "dense"] | None = Field(
+        default=None, description="score fusion; null = the store's tuned default (weighted, lexical 0.6); "
+                                  "'lexical' or 'dense' = that retriever alone, unfused, no ranking stages")
     recency_half_life_s: StrictFloat | None = Field(default=None, gt=0, le=1e9, description="recency boost half-life, seconds")
     importance_weight: StrictFloat = Field(default=0.0, ge=0.0, le=1e6)
     mmr_lambda: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)

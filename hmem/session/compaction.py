@@ -2,7 +2,7 @@
 
 :class:`Compactor` runs one compaction (:meth:`Compactor.compact`) on the calling
 thread. It owns no thread or queue: background compaction is a ``compact`` call
-submitted to :class:`~hmem.memory.Memory`'s one worker (:mod:`hmem._worker`).
+submitted as a ``compact`` job to the Memory's background engine (:mod:`hmem.jobs`).
 
 One compaction, in this order (crash points are discussed in ``docs/summary.md``):
 

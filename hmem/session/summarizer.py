@@ -109,7 +109,7 @@ class Summarizer:
     """Folds messages into a :class:`~hmem.types.SessionSummary` (see module doc).
 
     ``llm`` None means offline (extractive). ``model`` overrides the LLM's default
-    model (e.g. a cheaper ``HMEM_SUMMARY_MODEL``). ``offline`` replaces the extractive
+    model (e.g. a cheaper ``summary_model``). ``offline`` replaces the extractive
     step (the chain still falls back to :func:`raw_archive` if it fails).
     """
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cli_result import Runner
+from settings_helpers import settings_file
 
 from hmem.testing.llm_server import RecordedRequest, ScriptedLLMServer, ScriptedReply
 
@@ -88,7 +89,7 @@ def _call_kind(request: RecordedRequest) -> str:
     ],
 )
 def test_a_chat_turn_retries_only_transient_extraction_failures(
-    hmem: Runner, monkeypatch: pytest.MonkeyPatch, failure: ScriptedReply, calls_each: int,
+    hmem: Runner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, failure: ScriptedReply, calls_each: int,
 ) -> None:
     """With ``HMEM_LLM_*`` set, one ``hmem chat`` turn makes one profile and one fact
     extraction call before the reply (docs/cli.md). Every extraction answer here is
@@ -98,8 +99,10 @@ def test_a_chat_turn_retries_only_transient_extraction_failures(
     with ScriptedLLMServer() as server:
         server.respond_with(lambda request: ScriptedReply("text", ANSWER) if _call_kind(request) == "reply"
                             else failure)
+        # llm_timeout_s = 1 (a tuning setting: the HMEM_CONFIG file) so the 3 s reply times out.
+        tuning = settings_file(tmp_path / "hmem.toml", llm_timeout_s=1)
         for name, value in {"HMEM_LLM_BASE_URL": server.base_url, "HMEM_LLM_MODEL": "scripted-chat",
-                            "HMEM_LLM_API_KEY": "test-key", "HMEM_LLM_TIMEOUT": "1"}.items():
+                            "HMEM_LLM_API_KEY": "test-key", "HMEM_CONFIG": str(tuning)}.items():
             monkeypatch.setenv(name, value)
         out = hmem("chat", "u1", "s1", "--json", stdin="I moved to Lyon last month.\n/quit\n")
         made = [_call_kind(r) for r in server.completion_requests]

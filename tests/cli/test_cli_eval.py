@@ -49,6 +49,8 @@ def test_json_run_reports_answers_per_budget(hmem: Runner, tmp_path: Path) -> No
 
 
 def test_set_opens_the_store_with_settings_and_the_report_lists_them(hmem: Runner, tmp_path: Path) -> None:
+    # --set takes the key (feedback_rounds=1) or, as hmem.cli.eval_cmd.parse_setting allows, the
+    # HMEM_ spelling of it; either way a keyword of the run, not an environment variable.
     out = hmem("eval", "--dataset", "sample", "--configs", "bm25,default", "--limit-conversations", "1",
                "--limit-questions", "3", "--set", "HMEM_SESSION_WEIGHT=0", "--set", "feedback_rounds=1",
                "--out", str(tmp_path / "res"), "--json", "--no-progress")
@@ -66,7 +68,7 @@ def test_bad_set_values_are_refused_with_what_to_write(hmem: Runner, tmp_path: P
         assert "--set takes NAME=VALUE" in out.err, out.err
     for value, says in (("sesion_weight=0", "unknown setting(s): ['sesion_weight']"),
                         ("session_weight=42", "session_weight must be a number in [0, 10]"),
-                        ("candidates=many", "HMEM_CANDIDATES='many' is invalid"),
+                        ("candidates=many", "candidates='many' is invalid"),
                         ("data_dir=/tmp/elsewhere", "the run stores in its own folder")):
         out = hmem("eval", "--dataset", "sample", "--set", value, "--workdir", str(tmp_path / "w"), "--no-progress")
         assert out.code == 1, value

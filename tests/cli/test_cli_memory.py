@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_result import Runner
+from settings_helpers import settings_file
 
 
 def test_add_then_context_contains_the_message(hmem: Runner) -> None:
@@ -92,9 +93,10 @@ def test_export_import_round_trip_gives_identical_context(hmem: Runner, tmp_path
     assert again.code == 1 and "already has data" in again.err
 
 
-def test_inspect_shows_every_tier_after_compaction(hmem: Runner, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("HMEM_BUFFER_TOKENS", "120")
-    monkeypatch.setenv("HMEM_SUMMARY_MIN_MESSAGES", "2")
+def test_inspect_shows_every_tier_after_compaction(hmem: Runner, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Tuning settings: in the file HMEM_CONFIG names (an HMEM_BUFFER_TOKENS variable is refused).
+    monkeypatch.setenv("HMEM_CONFIG", str(settings_file(tmp_path / "hmem.toml", buffer_tokens=120,
+                                                          summary_min_messages=2)))
     for i in range(8):
         hmem("add", "u1", "s1", f"Note number {i}: I practised the piano for {20 + i} minutes today.")
     view = hmem("inspect", "u1", "s1", "--json").json

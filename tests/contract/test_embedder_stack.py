@@ -156,7 +156,7 @@ def test_close_waits_for_the_running_batch_then_refuses_and_leaves_no_thread(
 @pytest.mark.parametrize(("wait", "size"), [(-0.001, 4), (1.5, 4), (float("nan"), 4), ("2", 4), (True, 4),
                                             (0.002, 0), (0.002, -3), (0.002, 2.5), (0.002, "8"), (0.002, True)])
 def test_bad_batching_settings_raise_config_error(model: SentenceTransformerEmbedder, wait: Any, size: Any) -> None:
-    with pytest.raises(ConfigError, match="HMEM_EMBED_BATCH"):
+    with pytest.raises(ConfigError, match=r"\(embed_batch_(wait_ms|max)\)"):
         BatchingEmbedder(model, max_wait_s=wait, max_batch=size)
 
 
@@ -176,7 +176,7 @@ def test_lru_cache_is_bounded_and_the_sqlite_cache_keeps_everything() -> None:
     assert set(lru.get_many("m", ["a", "b", "c"])) == {"a", "b", "c"}  # "b" comes back from SQLite
     assert lru.get_many("other-model", ["a"]) == {}
     for bad in (-1, 1.5, True, "10"):
-        with pytest.raises(ConfigError, match="HMEM_EMBED_CACHE_SIZE"):
+        with pytest.raises(ConfigError, match=r"\(embed_cache_size\)"):
             LruEmbeddingCache(backing, max_entries=bad)  # type: ignore[arg-type]
     db.close()
 

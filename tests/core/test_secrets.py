@@ -58,9 +58,12 @@ def test_every_secret_setting_is_a_secret_value() -> None:
 
 
 def test_secrets_in_env_also_when_the_settings_do_not_read() -> None:
-    env = {"HMEM_LLM_API_KEY": "llm-key-1", "HMEM_BUFFER_TOKENS": "lots", "MY_UPSTREAM": "up-key-2",
-           "HMEM_LLM_BASE_URL": "https://h/v1?api_key=q-key-3"}
-    assert secrets_in_env(env, names=["MY_UPSTREAM"]) == {"llm-key-1", "up-key-2", "q-key-3"}
+    # Tried: a bad env setting (HMEM_VECTORS=pinecone) and a tuning variable, refused as
+    # one (HMEM_BUFFER_TOKENS=lots): neither makes a Settings.
+    for bad in ({"HMEM_VECTORS": "pinecone"}, {"HMEM_BUFFER_TOKENS": "lots"}):
+        env = {"HMEM_LLM_API_KEY": "llm-key-1", **bad, "MY_UPSTREAM": "up-key-2",
+               "HMEM_LLM_BASE_URL": "https://h/v1?api_key=q-key-3"}
+        assert secrets_in_env(env, names=["MY_UPSTREAM"]) == {"llm-key-1", "up-key-2", "q-key-3"}
 
 
 def test_the_http_clients_log_lines_are_masked(caplog: pytest.LogCaptureFixture) -> None:

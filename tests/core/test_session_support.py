@@ -119,19 +119,26 @@ def test_the_setting_reaches_recall_and_bad_values_are_refused_before_anything_i
                                   {"role": "assistant", "name": "Melanie", "content": "A sunset over the lake."}])
             hits = mem.recall("mel", "What did she paint?", k=5)
             assert any("session" in h.boosts for h in hits) is boosted
-    # Tried: negative, above the cap, NaN, a word (HMEM_SESSION_WEIGHT through Memory.open's settings).
+    # Tried: negative, above the cap, NaN, a word (session_weight through Memory.open's settings).
     for bad in (-1.0, 11.0, float("nan"), "high"):
-        with pytest.raises(ConfigError, match="HMEM_SESSION_WEIGHT"):
+        with pytest.raises(ConfigError, match=r"^session_weight="):
             Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), session_weight=bad)
         assert not (tmp_path / "bad").exists()
 
 
-def test_the_environment_variable_sets_it(tmp_path: Path) -> None:
+def test_the_settings_file_sets_it(tmp_path: Path) -> None:
+    # A tuning setting: read from the HMEM_CONFIG file (or a keyword), refused as a variable.
     from hmem.config import Settings
 
-    assert Settings.from_env({"HMEM_SESSION_WEIGHT": "0"}).session_weight == 0.0
-    with pytest.raises(ConfigError, match="HMEM_SESSION_WEIGHT"):
-        Settings.from_env({"HMEM_SESSION_WEIGHT": "-2"})
+    config = tmp_path / "hmem.toml"
+    config.write_text("[hmem]\nsession_weight = 0\n", encoding="utf-8")
+    assert Settings.from_env({"HMEM_CONFIG": str(config)}).session_weight == 0.0
+    assert Settings.from_env({}, session_weight="0").session_weight == 0.0
+    config.write_text("[hmem]\nsession_weight = -2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^session_weight=-2"):
+        Settings.from_env({"HMEM_CONFIG": str(config)})
+    with pytest.raises(ConfigError, match="HMEM_SESSION_WEIGHT: not an environment setting"):
+        Settings.from_env({"HMEM_SESSION_WEIGHT": "0"})
 
 
 def test_each_path_gives_the_plain_definition() -> None:

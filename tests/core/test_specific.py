@@ -129,7 +129,7 @@ def test_the_setting_reaches_recall_and_bad_values_are_refused_before_anything_i
     from hmem.config import Settings
     from hmem.memory import Memory
 
-    assert Settings.from_env({"HMEM_SPECIFIC_WEIGHT": "0"}).specific_weight == 0.0
+    assert Settings.from_env({}, specific_weight="0").specific_weight == 0.0
     assert Settings.from_env({}).specific_weight is None  # LongTermConfig's default
     # 301 turns: with the default share (0.008), a word held by at most 2 of them is rare.
     turns = [{"role": "user", "name": "John", "content": _filler(i)} for i in range(300)]
@@ -145,8 +145,8 @@ def test_the_setting_reaches_recall_and_bad_values_are_refused_before_anything_i
             # The filler turns hold no rare word (an item the profile rules took from them may:
             # its "as of <date>").
             assert all("specific" not in h.boosts for h in hits[1:] if h.item.kind == "turn")
-    # Tried: negative, above the cap, NaN, a word (HMEM_SPECIFIC_WEIGHT through Memory.open's settings).
+    # Tried: negative, above the cap, NaN, a word (specific_weight through Memory.open's settings).
     for bad in (-1.0, 11.0, float("nan"), "high"):
-        with pytest.raises(ConfigError, match="HMEM_SPECIFIC_WEIGHT"):
+        with pytest.raises(ConfigError, match=r"^specific_weight="):
             Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), specific_weight=bad)
         assert not (tmp_path / "bad").exists()

@@ -2,7 +2,7 @@
 config or a setting can cut down for an ablation; bad names are refused with the list.
 
 Bad inputs tried: an unknown stage name, a misspelt one among good ones, a number instead
-of names, an unknown name through the ``HMEM_RECALL_STAGES`` setting."""
+of names, an unknown name through the ``recall_stages`` setting."""
 
 from __future__ import annotations
 
@@ -45,11 +45,11 @@ def test_unknown_or_malformed_stage_names_are_refused_with_the_list(bad: object)
         assert "session" in str(err.value) and "superseded" in str(err.value)
 
 
-def test_a_comma_separated_setting_selects_stages_and_a_bad_one_names_the_variable() -> None:
-    cfg = longterm_config(Settings.from_env({"HMEM_RECALL_STAGES": "time, session"}))
+def test_a_comma_separated_setting_selects_stages_and_a_bad_one_names_the_setting() -> None:
+    cfg = longterm_config(Settings.from_env({}, recall_stages="time, session"))
     assert cfg is not None and [s.name for s in cfg.stages] == ["time", "session"]
-    with pytest.raises(ConfigError, match="HMEM_RECALL_STAGES"):
-        longterm_config(Settings.from_env({"HMEM_RECALL_STAGES": "time,bogus"}))
+    with pytest.raises(ConfigError, match=r"^recall_stages="):
+        longterm_config(Settings.from_env({}, recall_stages="time,bogus"))
 
 
 def test_check_stage_names_accepts_a_string_or_a_sequence() -> None:

@@ -124,8 +124,8 @@ def test_the_setting_reaches_recall_and_bad_values_are_refused_before_anything_i
             mem.remember("u", "We went camping by the lake with the kids, trip one", created_at="2023-05-01T12:00:00+00:00")
             top = mem.recall("u", question, k=2)[0]
             assert (top.boosts.get("time") == 1.5) is boosted
-    # Tried: negative, above the cap, NaN, a word (HMEM_TIME_WEIGHT through Memory.open's settings).
+    # Tried: negative, above the cap, NaN, a word (time_weight through Memory.open's settings).
     for bad in (-1.0, 11.0, float("nan"), "high"):
-        with pytest.raises(ConfigError, match="HMEM_TIME_WEIGHT"):
+        with pytest.raises(ConfigError, match=r"^time_weight="):
             Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), time_weight=bad)
         assert not (tmp_path / "bad").exists()  # refused before any store was opened

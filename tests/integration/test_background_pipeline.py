@@ -1,12 +1,17 @@
 """Background work: add() returns once the messages are stored, while a slow LLM
-extracts the profile on the worker; flush() waits for it; nothing is lost. Extraction
-and compaction share the user's lane of the Memory's worker; repeated compaction requests for
-a session waiting in its queue coalesce into one run.
+extracts the profile in a durable ``after_add`` job of the Memory's engine (hmem.jobs);
+flush() waits for it; nothing is lost. Compaction is a job kind of its own (``compact``),
+keyed by session: repeated requests for a session whose compaction waits in the queue
+coalesce into one run. Per kind, one user's jobs run in order, one batch at a time.
 
 One add() can choose where its pipeline runs; a full backlog makes background adds wait.
+The engine as the pipeline relies on it: close() runs what waits, a failing job is set
+aside without stopping the user's later jobs, wait_below() holds a producer, one user's
+held job does not hold another user's.
 
-Bad input tried: a job submitted to a closed worker (InvalidInput, nothing runs); a
-per-call ``extraction`` of "later", "", True or 1 (InvalidInput, nothing stored).
+Bad input tried: a job submitted to a closed engine (InvalidInput, nothing runs); a kind
+with lanes=0 (ConfigError); a per-call ``extraction`` of "later", "", True or 1
+(InvalidInput, nothing stored).
 """
 
 from __future__ import annotations
@@ -15,22 +20,25 @@ import json
 import logging
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hmem._pipeline import AfterAppend
-from hmem._worker import SerialWorker
+from hmem._pipeline import AFTER_ADD, COMPACT, WORKER_LANES, AfterAppend
+from hmem.backends.memory.jobs import MemoryJobQueue
+from hmem.backends.sentence_keys import KIND as SENTENCE_KEYS
 from hmem.build import build_parts
 from hmem.config import Settings
-from hmem.errors import InvalidInput
+from hmem.errors import ConfigError, InvalidInput
+from hmem.jobs import JobEngine, JobKind, RetryPolicy
 from hmem.memory import Memory
 from hmem.session.compaction import CompactionResult, Compactor
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
-from hmem.types import Message
+from hmem.types import Job, JobSpec, Message
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +60,7 @@ def _answer(request: Any) -> ScriptedReply:
 def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="hmem._worker")
+    caplog.set_level(logging.WARNING, logger="hmem.jobs")
     with ScriptedLLMServer() as server:
         server.respond_with(_answer)
         settings = Settings.from_env(
@@ -75,7 +83,8 @@ def test_add_returns_before_a_slow_llm_extraction_and_flush_waits(
             entry = mem.profile.get("u1", "location")
             assert entry is not None and entry.value == "Lisbon"
             assert any(it.text.startswith("The user lives in Lisbon (as of ") for it in mem.items("u1"))
-            assert not [r for r in caplog.records if r.name == "hmem._worker"]  # no background job failed
+            assert not [r for r in caplog.records if r.name == "hmem.jobs"]  # no background job failed
+            assert mem._engine.report()["quarantined"] == []
         finally:
             mem.close()
 
@@ -116,7 +125,10 @@ class GatedCompactor(Compactor):
         return super().compact(user_id, session_id)
 
 
-def test_background_compaction_coalesces_per_session_in_the_users_lane(tmp_path: Path) -> None:
+def test_background_compaction_coalesces_per_session(tmp_path: Path) -> None:
+    """While one compaction of the session runs (held), 29 more adds each ask for one: one
+    more run follows, the other 28 requests coalesce into it. The work runs on the engine's
+    threads, at most ``lanes`` per kind, and close() ends them."""
     settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", compaction="background",
                                  extraction="background", buffer_tokens=300, summary_min_messages=4,
                                  extract_facts=False, archive_turns="on_evict")
@@ -132,12 +144,19 @@ def test_background_compaction_coalesces_per_session_in_the_users_lane(tmp_path:
 
         add(sent[0])
         deadline = time.monotonic() + 30
-        while gated.runs == 0 and time.monotonic() < deadline:  # the first compaction now holds the worker
+        while gated.runs == 0 and time.monotonic() < deadline:  # the first compaction now runs, held
             time.sleep(0.01)
-        for mid in sent[1:]:  # their extraction jobs queue behind it; each asks for a compaction again
+        for mid in sent[1:]:  # each add's after_add job asks for a compaction again
             add(mid)
+        # after_add is a kind of its own: its jobs do not queue behind the held compaction
+        assert parts.engine.flush(60, kinds=[AFTER_ADD])
+        counts = parts.engine.queue.counts()[COMPACT]
+        assert gated.runs == 1 and (counts.running, counts.waiting) == (1, 1)  # the held run, one waiting for 29
         started = [t for t in set(threading.enumerate()) - threads_before if t.name.startswith("hmem")]
-        assert len(started) == 1 and started[0].name.startswith("hmem-pipeline-")  # one user: one lane's thread
+        assert started and all(t.name.startswith("hmem-jobs-") for t in started), [t.name for t in started]
+        per_kind = Counter(t.name.removeprefix("hmem-jobs-").rsplit("-", 1)[0] for t in started)
+        lanes = {AFTER_ADD: WORKER_LANES, COMPACT: WORKER_LANES, SENTENCE_KEYS: 1}
+        assert set(per_kind) <= set(lanes) and all(n <= lanes[kind] for kind, n in per_kind.items()), per_kind
         gated.gate.set()
         assert mem.flush(60)
         assert gated.runs == 2, "29 more requests: one queued run, the rest coalesced into it"
@@ -147,45 +166,93 @@ def test_background_compaction_coalesces_per_session_in_the_users_lane(tmp_path:
         assert summary is not None and summary.folded_count == len(archived) == len(sent) - len(buffered)
         assert set(buffered) | archived == set(sent) and not set(buffered) & archived
     finally:
+        gated.gate.set()
         mem.close()
-    assert not any(t.is_alive() for t in started)  # close() ended the worker
+    assert not any(t.is_alive() for t in started)  # close() ended the engine's threads
 
 
-def test_a_closed_worker_refuses_jobs() -> None:
-    worker = SerialWorker(name="t")
+# -- the engine as the pipeline uses it (hmem.jobs; its own suite: tests/core/test_job_engine.py) --
+
+FAST = RetryPolicy(attempts=2, first_s=0.01, max_s=0.05)
+
+
+def _engine(run: Callable[[Sequence[Job]], None], **kind: Any) -> JobEngine:
+    engine = JobEngine(MemoryJobQueue(), policy=FAST)
+    engine.register(JobKind("k", run, **kind))
+    return engine
+
+
+def test_close_runs_the_waiting_jobs_then_refuses_more() -> None:
     ran: list[int] = []
-    worker.submit(lambda: ran.append(1))
-    worker.close()
-    with pytest.raises(InvalidInput, match="closed"):
-        worker.submit(lambda: ran.append(2))
+    # idle_s: the job waits for a pause in submissions, which close() does not wait for
+    engine = _engine(lambda jobs: ran.extend(j.payload["n"] for j in jobs), idle_s=30.0)
+    engine.submit([JobSpec("k", "u1", {"n": 1})])
+    engine.close()
     assert ran == [1]
+    with pytest.raises(InvalidInput, match="closed"):
+        engine.submit([JobSpec("k", "u1", {"n": 2})])
+    assert ran == [1] and engine.queue.counts() == {}
 
 
-def test_a_failing_job_is_kept_and_does_not_stop_later_jobs() -> None:
-    worker = SerialWorker(name="t")
+def test_a_failing_job_is_set_aside_and_the_users_later_jobs_still_run() -> None:
     ran: list[int] = []
 
-    def boom() -> None:
-        raise RuntimeError("boom")
+    def run(jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if job.payload["n"] == 1:
+                raise RuntimeError("boom")
+            ran.append(job.payload["n"])
 
-    worker.submit(boom)
-    worker.submit(lambda: ran.append(2))
-    assert worker.flush(5)
-    assert ran == [2] and isinstance(worker.errors[0], RuntimeError)
-    worker.close()
+    engine = _engine(run)
+    engine.submit([JobSpec("k", "u1", {"n": 1}), JobSpec("k", "u1", {"n": 2})])  # one user: in order
+    assert engine.flush(5)  # a quarantined job does not hold flush up
+    [stuck] = engine.report("u1")["quarantined"]
+    assert ran == [2] and stuck["attempts"] == FAST.attempts and "RuntimeError: boom" in stuck["error"]
+    engine.close()
 
 
-def test_wait_below_holds_a_producer_until_the_worker_has_room() -> None:
-    worker = SerialWorker(name="t")
+def test_wait_below_holds_a_producer_until_the_engine_has_room() -> None:
     gate = threading.Event()
-    worker.submit(gate.wait)
-    worker.submit(lambda: None)
-    assert worker.pending == 2
-    assert worker.wait_below(2, timeout=0.05) is False  # still two queued
-    assert worker.wait_below(3, timeout=0.05) is True
+
+    def held(jobs: Sequence[Job]) -> None:
+        assert gate.wait(10)
+
+    engine = _engine(held)
+    engine.submit([JobSpec("k", "u1"), JobSpec("k", "u1")])
+    counts = engine.queue.counts()["k"]
+    assert counts.waiting + counts.running == 2
+    assert engine.wait_below("k", 2, timeout=0.05) is False  # still two queued
+    assert engine.wait_below("k", 3, timeout=0.05) is True
     gate.set()
-    assert worker.wait_below(1, timeout=5) and worker.pending == 0
-    worker.close()
+    assert engine.wait_below("k", 1, timeout=5) and engine.queue.counts() == {}
+    engine.close()
+
+
+def test_lanes_run_users_side_by_side_and_each_user_keeps_its_order() -> None:
+    """Two lanes: u0's first job is held, and u1's 20 jobs all run meanwhile; each user's
+    jobs run in submission order. Bad input tried: lanes=0 (ConfigError)."""
+    with pytest.raises(ConfigError, match="lanes >= 1"):
+        JobKind("k", lambda jobs: None, lanes=0)
+    gate = threading.Event()
+    order: dict[str, list[int]] = {"u0": [], "u1": []}
+
+    def run(jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if job.payload["n"] < 0:
+                assert gate.wait(10)
+            else:
+                order[job.user_id].append(job.payload["n"])
+
+    engine = _engine(run, lanes=2)
+    engine.submit([JobSpec("k", "u0", {"n": -1})])
+    engine.submit([JobSpec("k", user, {"n": n}) for n in range(20) for user in ("u0", "u1")])
+    deadline = time.monotonic() + 10
+    while len(order["u1"]) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert order == {"u0": [], "u1": list(range(20))}  # u1 finished while u0 was held
+    gate.set()
+    assert engine.flush(10) and order["u0"] == list(range(20))
+    engine.close()
 
 
 def test_one_add_can_choose_background_or_foreground_and_a_bad_choice_stores_nothing(tmp_path: Path) -> None:
@@ -217,42 +284,34 @@ def test_one_add_can_choose_background_or_foreground_and_a_bad_choice_stores_not
 
 def test_a_full_backlog_makes_the_next_background_add_wait(tmp_path: Path) -> None:
     parts = build_parts(Settings.from_env({}, data_dir=str(tmp_path), vectors="memory", compaction="off"))
-    worker = SerialWorker(name="t")
-    pipeline = AfterAppend(parts, worker, max_backlog=2)
+    pipeline = AfterAppend(parts, max_backlog=2)
+    kinds = {kind.name: kind for kind in pipeline.job_kinds()}
     gate = threading.Event()
-    worker.submit(gate.wait)
-    msg = Message(role="user", content="hello", id="m1")
-    parts.sessions.append("u1", "s1", [msg])
-    pipeline.run("u1", "s1", [msg], "background")  # pending 2: room was there
-    blocked = threading.Thread(target=pipeline.run, args=("u1", "s1", [msg], "background"))
-    blocked.start()
-    blocked.join(0.3)
-    assert blocked.is_alive() and worker.pending == 2  # waits for room, queued nothing yet
-    gate.set()
-    blocked.join(10)
-    assert not blocked.is_alive() and worker.flush(30)
-    worker.close()
-    for close in parts.on_close:
-        close()
+    ran: list[str] = []
 
+    def held(jobs: Sequence[Job]) -> None:  # the pipeline's own handler, once the gate opens
+        assert gate.wait(30)
+        kinds[AFTER_ADD].run(jobs)
+        ran.extend(m["id"] for job in jobs for m in job.payload["messages"])
 
-def test_lanes_run_side_by_side_and_each_lane_keeps_its_order() -> None:
-    """Lanes 0 and 1 (ints hash to themselves, so they land on different threads of two):
-    a job held on lane 0 does not hold lane 1, and each lane runs its jobs in order.
-    Bad input tried: lanes=0 (InvalidInput)."""
-    with pytest.raises(InvalidInput, match="at least one lane"):
-        SerialWorker(name="t", lanes=0)
-    worker = SerialWorker(name="t", lanes=2)
-    gate = threading.Event()
-    order: dict[int, list[int]] = {0: [], 1: []}
-    worker.submit(gate.wait, lane=0)
-    for n in range(20):
-        worker.submit(partial(order[0].append, n), lane=0)
-        worker.submit(partial(order[1].append, n), lane=1)
-    deadline = time.monotonic() + 10
-    while len(order[1]) < 20 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert order == {0: [], 1: list(range(20))}  # lane 1 finished while lane 0 was held
-    gate.set()
-    assert worker.flush(10) and order[0] == list(range(20))
-    worker.close()
+    parts.engine.register(replace(kinds[AFTER_ADD], run=held))
+    parts.engine.register(kinds[COMPACT])
+    msgs = [Message(role="user", content=f"hello {i}", id=f"m{i}") for i in range(3)]
+    parts.sessions.append("u1", "s1", msgs)
+    try:
+        for msg in msgs[:2]:
+            pipeline.run("u1", "s1", [msg], "background")  # room was there: fewer than 2 waiting or running
+        blocked = threading.Thread(target=pipeline.run, args=("u1", "s1", [msgs[2]], "background"))
+        blocked.start()
+        blocked.join(0.3)
+        counts = parts.engine.queue.counts()[AFTER_ADD]
+        assert blocked.is_alive() and counts.waiting + counts.running == 2  # waits for room, queued nothing yet
+        gate.set()
+        blocked.join(10)
+        assert not blocked.is_alive() and parts.engine.flush(30)
+        assert ran == ["m0", "m1", "m2"] and parts.engine.report()["quarantined"] == []
+    finally:
+        gate.set()
+        parts.engine.close()
+        for close in parts.on_close:
+            close()

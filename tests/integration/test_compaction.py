@@ -1,9 +1,9 @@
 """Compaction end to end: real session/summary stores, the real hybrid window policy and
 tokenizer; faults injected through collaborators (store wrappers), never by patching.
 
-Background mode is a ``compact`` call submitted to a :class:`SerialWorker` keyed by
-session (what Memory does with ``compaction="background"``): requests coalesce, and
-appends racing the worker lose nothing.
+Background mode is a ``compact`` job of a :class:`~hmem.jobs.JobEngine`, coalesced and keyed by
+session (what Memory does with ``compaction="background"``): requests for a session
+whose compaction waits coalesce, and appends racing the engine lose nothing.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from hmem._worker import SerialWorker
+from hmem.backends.memory.jobs import MemoryJobQueue
 from hmem.backends.memory.sessions import MemorySessionStore
 from hmem.backends.memory.summaries import MemorySummaryStore
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.sqlite.sessions import SqliteSessionStore
 from hmem.backends.sqlite.summaries import SqliteSummaryStore
 from hmem.errors import InvalidInput
+from hmem.jobs import JobEngine, JobKind, RetryPolicy
 from hmem.protocols import SessionStore, SummaryStore
 from hmem.providers.llm import OpenAICompatibleLLM
 from hmem.session.compaction import Compactor
@@ -29,7 +30,7 @@ from hmem.session.summarizer import Summarizer
 from hmem.session.window import WindowResult, hybrid_window
 from hmem.testing.llm_server import ScriptedLLMServer, ScriptedReply
 from hmem.tokens import get_tokenizer
-from hmem.types import Message, SessionState, SessionSummary, ToolCall
+from hmem.types import Job, JobCounts, JobSpec, Message, SessionState, SessionSummary, ToolCall
 
 TOK = get_tokenizer("gpt-4o-mini")
 U, S = "u1", "s1"
@@ -298,14 +299,47 @@ def test_an_append_racing_the_replace_is_kept_and_nothing_is_folded_twice(
 # -- background mode ----------------------------------------------------------------------------
 
 
-def submit(worker: SerialWorker, compactor: Compactor) -> bool:
-    """Queue a compaction of U/S the way Memory does: one waiting run per session."""
-    return worker.submit(lambda: compactor.compact(U, S), key=(U, S))
+class CompactionJobs:
+    """``compact`` jobs on a :class:`JobEngine` over a :class:`MemoryJobQueue`, run as Memory
+    runs them (``compaction="background"``): coalesced per session, one user's in order.
+    ``errors``: what the runs raised; ``gate``: each run waits for it (set by default)."""
+
+    def __init__(self, compactor: Compactor, *, policy: RetryPolicy | None = None) -> None:
+        self.compactor = compactor
+        self.errors: list[Exception] = []
+        self.runs = 0
+        self.gate = threading.Event()
+        self.gate.set()
+        self.engine = JobEngine(MemoryJobQueue(), policy=policy)
+        self.engine.register(JobKind("compact", self._run, coalesce=True))
+
+    def _run(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            assert self.gate.wait(30)
+            self.runs += 1
+            try:
+                self.compactor.compact(job.user_id, job.payload["session"])
+            except Exception as exc:
+                self.errors.append(exc)
+                raise
+
+    def submit(self, session: str = S) -> bool:
+        """Queue a compaction of U/``session`` the way Memory does: one waiting run per session."""
+        return self.engine.submit([JobSpec("compact", U, {"session": session}, key=session)]) == 1
+
+    def running(self) -> int:
+        return self.engine.queue.counts().get("compact", JobCounts()).running
 
 
-def run_appenders(
-    compactor: Compactor, worker: SerialWorker, sessions: SessionStore, threads: int = 2, per_thread: int = 500
-) -> list[str]:
+def wait_running(jobs: CompactionJobs) -> None:
+    """Until a compaction runs (held at the gate)."""
+    deadline = time.monotonic() + 10
+    while not jobs.running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert jobs.running() == 1
+
+
+def run_appenders(jobs: CompactionJobs, sessions: SessionStore, threads: int = 2, per_thread: int = 500) -> list[str]:
     ids: list[str] = []
     lock = threading.Lock()
 
@@ -313,18 +347,18 @@ def run_appenders(
         for i in range(per_thread):
             m = Message(role="user" if i % 2 == 0 else "assistant", content=f"Thread {t} says fact {i}: I paid {i} euros.", id=f"t{t}-{i}")
             sessions.append(U, S, [m])
-            submit(worker, compactor)
+            jobs.submit()
             with lock:
                 ids.append(m.id)
             if i % 10 == 9:
-                time.sleep(0.001)  # chat pacing: lets the worker interleave even with the in-memory store
+                time.sleep(0.001)  # chat pacing: lets the engine interleave even with the in-memory store
 
     workers = [threading.Thread(target=appender, args=(t,)) for t in range(threads)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    assert worker.flush(timeout=120)
+    assert jobs.engine.flush(timeout=120)
     return ids
 
 
@@ -333,13 +367,13 @@ def test_background_1000_appends_lose_and_duplicate_nothing(stores: tuple[Sessio
     sessions, summaries = stores
     archive = Archive()
     compactor = Compactor(sessions, summaries, Summarizer(None, TOK), policy(400), archive=archive)
-    worker = SerialWorker(name="test-compaction")
-    appended = run_appenders(compactor, worker, sessions)
+    jobs = CompactionJobs(compactor)
+    appended = run_appenders(jobs, sessions)
     assert len(archive.calls) >= 3, "summarization did not actually run during the appends"
     compactor.compact(U, S)  # a last foreground pass must also keep the invariant
-    worker.close()
+    jobs.engine.close()
     assert len(appended) == 1000
-    assert not worker.errors
+    assert not jobs.errors and jobs.engine.report()["quarantined"] == []
     assert_nothing_lost(sessions, summaries, archive, appended)
     # Per-thread order survives: archive + buffer read as one history.
     history = archive.ids + [m.id for m in sessions.load(U, S).messages]
@@ -356,10 +390,10 @@ def test_background_with_a_slow_llm_loses_nothing() -> None:
         server.respond_with(lambda req: ScriptedReply(text="The user paid several amounts in euros.", delay_s=0.05))
         llm = OpenAICompatibleLLM(base_url=server.base_url, api_key="k", model="m", timeout=5, backoff_s=0.01)
         compactor = Compactor(sessions, summaries, Summarizer(llm, TOK), policy(400), archive=archive)
-        worker = SerialWorker(name="test-compaction")
-        appended = run_appenders(compactor, worker, sessions, per_thread=200)
-        worker.close()
-    assert not worker.errors
+        jobs = CompactionJobs(compactor)
+        appended = run_appenders(jobs, sessions, per_thread=200)
+        jobs.engine.close()
+    assert not jobs.errors and jobs.engine.report()["quarantined"] == []
     assert summaries.get(U, S) is not None and summaries.get(U, S).method == "llm"  # type: ignore[union-attr]
     assert_nothing_lost(sessions, summaries, archive, appended)
 
@@ -371,17 +405,17 @@ def test_two_compactors_racing_on_one_session_lose_nothing(tmp_path: Path) -> No
     archive = Archive()
     a = Compactor(sessions, summaries, Summarizer(None, TOK), policy(300), archive=archive)
     b = Compactor(sessions, summaries, Summarizer(None, TOK), policy(300), archive=archive)
-    worker_a, worker_b = SerialWorker(name="a"), SerialWorker(name="b")
+    jobs_a, jobs_b = CompactionJobs(a), CompactionJobs(b)  # each process its own engine
     appended: list[str] = []
     for round_ in range(8):
         msgs = turns(12, prefix=f"r{round_}-")
         sessions.append(U, S, msgs)
         appended += [m.id for m in msgs]
-        submit(worker_a, a)
-        submit(worker_b, b)
-    worker_a.close()
-    worker_b.close()
-    assert not worker_a.errors and not worker_b.errors
+        jobs_a.submit()
+        jobs_b.submit()
+    jobs_a.engine.close()
+    jobs_b.engine.close()
+    assert not jobs_a.errors and not jobs_b.errors
     # Racing compactors may both archive one block (at-least-once, the hook is idempotent by id).
     seen: set[str] = set()
     deduped = Archive()
@@ -445,18 +479,23 @@ def test_a_slow_compactor_never_overwrites_a_newer_summary(stores: tuple[Session
 
 
 def test_background_errors_are_kept_not_raised(stores: tuple[SessionStore, SummaryStore]) -> None:
+    """A compaction that crashes every time is retried with back-off, then quarantined
+    with its error (reported, not raised); the session is untouched. A submit after close
+    is refused."""
     sessions, summaries = stores
     sessions.append(U, S, turns(40))
     before = sessions.load(U, S)
     compactor = Compactor(sessions, CrashingSummaryStore(summaries), Summarizer(None, TOK), policy())
-    worker = SerialWorker(name="test-compaction")
-    assert submit(worker, compactor)  # returns at once; the crash happens on the worker
-    assert worker.flush(timeout=30)
-    worker.close()
-    assert [type(e) for e in worker.errors] == [Crash]
+    jobs = CompactionJobs(compactor, policy=RetryPolicy(attempts=2, first_s=0.01, max_s=0.05))
+    assert jobs.submit()  # returns at once; the crash happens on the engine's thread
+    assert jobs.engine.flush(timeout=30)  # a quarantined job does not hold flush up
+    [stuck] = jobs.engine.report()["quarantined"]
+    assert (stuck["user_id"], stuck["key"], stuck["attempts"]) == (U, S, 2) and "Crash" in stuck["error"]
+    jobs.engine.close()
+    assert [type(e) for e in jobs.errors] == [Crash, Crash]
     assert sessions.load(U, S) == before
     with pytest.raises(InvalidInput, match="closed"):
-        submit(worker, compactor)
+        jobs.submit()
 
 
 def test_requests_for_a_waiting_compaction_coalesce_and_one_that_runs_does_not(
@@ -465,17 +504,24 @@ def test_requests_for_a_waiting_compaction_coalesce_and_one_that_runs_does_not(
     sessions, summaries = stores
     archive = Archive()
     compactor = Compactor(sessions, summaries, Summarizer(None, TOK), policy(), archive=archive)
-    worker = SerialWorker(name="test-compaction")
-    gate = threading.Event()
-    worker.submit(lambda: gate.wait(30))  # holds the worker: the next requests wait in its queue
+    jobs = CompactionJobs(compactor)
+    jobs.gate.clear()
+    # Another session of the user holds the kind: the user's next requests wait in the queue.
+    assert jobs.submit("s0")
+    wait_running(jobs)
     sessions.append(U, S, turns(40))
-    assert [submit(worker, compactor) for _ in range(5)] == [True, False, False, False, False]
-    gate.set()
-    assert worker.flush(30) and not worker.errors
-    assert len(archive.calls) == 1  # five requests, one run
+    assert [jobs.submit() for _ in range(5)] == [True, False, False, False, False]
+    jobs.gate.set()
+    assert jobs.engine.flush(30) and not jobs.errors
+    assert jobs.runs == 2 and len(archive.calls) == 1  # s0's run, then five requests of s1 in one run
     more = turns(40, prefix="n")
     sessions.append(U, S, more)
-    assert submit(worker, compactor) and worker.flush(30)  # released at start: a later request runs again
-    worker.close()
-    assert len(archive.calls) == 2
+    jobs.gate.clear()
+    assert jobs.submit()
+    wait_running(jobs)
+    assert jobs.submit()  # the first is running, not waiting: this request is kept
+    jobs.gate.set()
+    assert jobs.engine.flush(30)
+    jobs.engine.close()
+    assert jobs.runs == 4 and len(archive.calls) == 2  # the second run found nothing left to fold
     assert_nothing_lost(sessions, summaries, archive, [m.id for m in turns(40) + more])

@@ -5,7 +5,7 @@ with the packaged MiniLM model; facts go in through ``remember``. Asked in a new
 session, so the recalled tier may take the room history and summary leave unused.
 
 Bad inputs tried (each raises InvalidInput, nothing changes): relevance_cutoff 1.0,
--0.2, "0.3", True; k -1 and 2.5; HMEM_RELEVANCE_CUTOFF=1.5 and HMEM_RECALL_K=-3 in
+-0.2, "0.3", True; k -1 and 2.5; relevance_cutoff=1.5 and recall_k=-3 in
 settings (ConfigError).
 """
 
@@ -118,12 +118,12 @@ def test_bad_k_is_refused(mem: Memory, k: object) -> None:
 
 
 def test_settings_carry_the_knobs_and_refuse_bad_values() -> None:
-    s = Settings.from_env({"HMEM_RELEVANCE_CUTOFF": "none", "HMEM_RECALL_K": "25"})
+    s = Settings.from_env({}, relevance_cutoff="none", recall_k="25")
     assert s.relevance_cutoff is None and s.recall_k == 25
     assert Settings.from_env({}).relevance_cutoff == RELEVANCE_CUTOFF and Settings.from_env({}).recall_k is None
-    for env in ({"HMEM_RELEVANCE_CUTOFF": "1.5"}, {"HMEM_RECALL_K": "-3"}):
-        with pytest.raises(ConfigError):
-            Settings.from_env(env)
+    for bad in ({"relevance_cutoff": "1.5"}, {"recall_k": "-3"}):
+        with pytest.raises(ConfigError, match=f"^{next(iter(bad))} must be"):
+            Settings.from_env({}, **bad)
 
 
 def test_a_fact_and_its_own_source_turn_are_never_both_in_the_prompt(mem: Memory) -> None:

@@ -96,14 +96,16 @@ def test_a_nul_character_does_not_cut_the_text() -> None:
 
 
 def test_bad_settings_for_e5_raise_config_error() -> None:
-    # Tried: an unknown variant as the model, an unknown provider name.
+    # Tried: an unknown variant as the model, an unknown provider name, "local" (the former
+    # name of sentence-transformers, no longer accepted).
     with pytest.raises(ConfigError, match="HMEM_EMBED_MODEL"):
         Settings.from_env({"HMEM_EMBED_PROVIDER": "e5", "HMEM_EMBED_MODEL": "large"})
     with pytest.raises(ConfigError, match="HMEM_EMBED_PROVIDER"):
         Settings.from_env({"HMEM_EMBED_PROVIDER": "e6"})
     with pytest.raises(ConfigError, match="variant"):
         E5Embedder("large")
-    assert Settings.from_env({"HMEM_EMBED_PROVIDER": "local"}).embed_provider == "local"  # the former name
+    with pytest.raises(ConfigError, match="HMEM_EMBED_PROVIDER='local' is invalid"):
+        Settings.from_env({"HMEM_EMBED_PROVIDER": "local"})
 
 
 def test_settings_select_e5_and_its_variant() -> None:

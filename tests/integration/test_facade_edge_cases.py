@@ -23,7 +23,7 @@ from redis_helpers import REDIS_URL, redis_prefix  # noqa: F401  (fixture)
 from server_fixtures import embedder, fast_settings, live_server
 
 from hmem.build import build_llm, build_parts
-from hmem.config import Settings
+from hmem.config import Settings, setting_name
 from hmem.errors import ConfigError, InvalidInput
 from hmem.memory import Memory
 from hmem.testing import ScriptedLLMServer, ScriptedReply
@@ -134,7 +134,7 @@ def test_a_failed_build_leaves_no_file_open(tmp_path: Path) -> None:
 
 
 def test_summary_model_is_used_for_extraction_too(tmp_path: Path) -> None:
-    # README: HMEM_SUMMARY_MODEL is "a cheaper model for summaries and extraction".
+    # README: summary_model is "a cheaper model for summaries and extraction".
     with ScriptedLLMServer() as server:
         server.respond_with(lambda _req: ScriptedReply("text", '{"updates": [], "facts": []}', 200))
         settings = Settings.from_env(
@@ -147,14 +147,19 @@ def test_summary_model_is_used_for_extraction_too(tmp_path: Path) -> None:
     assert models == {"cheap-side-model"}
 
 
-def test_llm_timeout_documented_spelling_is_honoured() -> None:
-    # docs/summary.md says HMEM_LLM_TIMEOUT; Settings called it HMEM_LLM_TIMEOUT_S
-    # and silently ignored the documented name.
-    settings = Settings.from_env({"HMEM_LLM_TIMEOUT": "7.5", "HMEM_LLM_MODEL": "m"})
+def test_llm_timeout_is_a_tuning_setting_without_an_alias(tmp_path: Path) -> None:
+    # llm_timeout_s is read from the HMEM_CONFIG file (or a keyword) and reaches the LLM;
+    # the old alias HMEM_LLM_TIMEOUT is gone (an unknown variable, ignored like any other)
+    # and HMEM_LLM_TIMEOUT_S is refused as a tuning variable.
+    config = tmp_path / "hmem.toml"
+    config.write_text("[hmem]\nllm_timeout_s = 7.5\n", encoding="utf-8")
+    settings = Settings.from_env({"HMEM_CONFIG": str(config), "HMEM_LLM_MODEL": "m"})
     llm = build_llm(settings)
     assert llm is not None and llm.timeout == 7.5  # type: ignore[attr-defined]
-    both = Settings.from_env({"HMEM_LLM_TIMEOUT": "7.5", "HMEM_LLM_TIMEOUT_S": "3"})
-    assert both.llm_timeout_s == 3.0
+    aliased = Settings.from_env({"HMEM_LLM_TIMEOUT": "3", "HMEM_LLM_MODEL": "m"})
+    assert aliased.llm_timeout_s == 60.0  # the default: the alias is not read
+    with pytest.raises(ConfigError, match="HMEM_LLM_TIMEOUT_S: not an environment setting"):
+        Settings.from_env({"HMEM_LLM_TIMEOUT_S": "3"})
 
 
 @pytest.mark.parametrize(("name", "value"), [("summary_cap_tokens", 8), ("max_body_bytes", 100),
@@ -162,7 +167,8 @@ def test_llm_timeout_documented_spelling_is_honoured() -> None:
 def test_settings_below_a_components_floor_are_config_errors(name: str, value: Any, tmp_path: Path) -> None:
     # Before: accepted by Settings, then an InvalidInput from deep inside the build (or
     # a ConfigError only when the server started).
-    with pytest.raises(ConfigError, match=f"HMEM_{name.upper()}"):
+    # Named by its variable (HMEM_MAX_BODY_BYTES) or, for a tuning setting, its key.
+    with pytest.raises(ConfigError, match=setting_name(name)):
         Settings.from_env({}, data_dir=str(tmp_path), **{name: value})
 
 

@@ -125,8 +125,8 @@ def test_a_round_that_adds_nothing_new_is_dropped(stack: Stack) -> None:
 
 
 def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) -> None:
-    """HMEM_FEEDBACK_ROUNDS reaches the store built by Memory.open; 0 and 4 are refused
-    (ConfigError naming the variable) before anything is written."""
+    """feedback_rounds reaches the store built by Memory.open; 0 and 4 are refused
+    (ConfigError naming the setting) before anything is written."""
     from hmem.errors import ConfigError
     from hmem.memory import Memory
 
@@ -142,7 +142,7 @@ def test_the_setting_turns_the_round_off_and_refuses_bad_values(tmp_path: Path) 
     assert found[2].get(ANSWER) == 2, found[2]
     assert ANSWER not in found[1] and set(found[1].values()) == {1}
     for bad in (0, 4):
-        with pytest.raises(ConfigError, match="HMEM_FEEDBACK_ROUNDS"):
+        with pytest.raises(ConfigError, match=r"^feedback_rounds="):
             Memory.open(tmp_path / f"bad{bad}", vectors="memory", feedback_rounds=bad)
 
 

@@ -178,15 +178,17 @@ def test_bad_provider_settings(kwargs: dict[str, object]) -> None:
 
 def test_settings_from_environment() -> None:
     assert build_llm(Settings.from_env({})) is None
-    env = {"HMEM_LLM_MODEL": "qwen2.5:7b", "HMEM_LLM_BASE_URL": "http://127.0.0.1:1/v1", "HMEM_LLM_TIMEOUT": "7"}
-    settings = Settings.from_env(env)
+    # The model and endpoint come from the environment; the timeout and the summary model
+    # are tuning settings (keywords here, or the HMEM_CONFIG file).
+    env = {"HMEM_LLM_MODEL": "qwen2.5:7b", "HMEM_LLM_BASE_URL": "http://127.0.0.1:1/v1"}
+    settings = Settings.from_env(env, llm_timeout_s="7")
     llm = build_llm(settings)
     assert isinstance(llm, OpenAICompatibleLLM)
     assert (llm.model, llm.base_url, llm.timeout) == ("qwen2.5:7b", "http://127.0.0.1:1/v1", 7.0)
     assert settings.effective_summary_model == "qwen2.5:7b"
-    assert Settings.from_env({**env, "HMEM_SUMMARY_MODEL": "qwen2.5:0.5b"}).effective_summary_model == "qwen2.5:0.5b"
-    with pytest.raises(ConfigError, match="HMEM_LLM_TIMEOUT"):
-        Settings.from_env({**env, "HMEM_LLM_TIMEOUT": "soon"})
+    assert Settings.from_env(env, summary_model="qwen2.5:0.5b").effective_summary_model == "qwen2.5:0.5b"
+    with pytest.raises(ConfigError, match=r"^llm_timeout_s='soon'"):
+        Settings.from_env(env, llm_timeout_s="soon")
     assert "test-key" not in repr(OpenAICompatibleLLM(base_url=None, api_key="test-key", model="m"))
 
 

@@ -2,7 +2,7 @@
 
 Each instance's parts are built by :func:`hmem.build.build_parts` from its own settings,
 as a deployment would: its own local data dir (SQLite: sessions, embedding cache), items in
-the shared Redis (``HMEM_ITEMS=redis://…``), and one shared vector index (a single
+the shared Redis (``items = "redis://…"``), and one shared vector index (a single
 MemoryVectorIndex object standing in for a Chroma server). The real embedding model.
 """
 
@@ -44,9 +44,8 @@ def apps(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> Iterator[tupl
     try:
         for host in ("host-a", "host-b"):
             settings = Settings.from_env({
-                "HMEM_DATA_DIR": str(tmp_path / host), "HMEM_ITEMS": REDIS_URL, "HMEM_REDIS_PREFIX": prefix,
-                "HMEM_SESSIONS": "sqlite", "HMEM_VECTORS": "memory",
-            })
+                "HMEM_DATA_DIR": str(tmp_path / host), "HMEM_REDIS_PREFIX": prefix, "HMEM_VECTORS": "memory",
+            }, items=REDIS_URL, sessions="sqlite")  # tuning settings: keywords, not variables
             built.append(build_parts(settings, embedder=embedder, vectors=vectors))
         yield built[0], built[1]
     finally:

@@ -22,6 +22,7 @@ from hmem.aio import AsyncMemory
 from hmem.build import build_parts
 from hmem.config import Settings
 from hmem.errors import BudgetError, InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.memory import SYSTEM_PROMPT_ID, Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
 
@@ -228,14 +229,20 @@ def test_items_by_filter_and_by_id_and_one_retriever_alone(mem: Memory) -> None:
     wanted = [pref.id, "no-such-id", turns[0].id]
     assert [it.id for it in mem.items("u1", ids=wanted)] == [pref.id, turns[0].id]  # given order, unknown skipped
     assert mem.items("u2", ids=wanted) == []  # another user's ids reach nothing
-    for using in ("lexical", "dense"):
-        found = mem.retrieve("u1", "grey cat Pixel", 2, using=using)  # type: ignore[arg-type]
-        assert "c1" in {it.source_message_id for it in found}, using
+    for one in ("lexical", "dense"):  # one retriever alone: its own ranking, no stage boosts
+        hits = mem.recall("u1", "grey cat Pixel", 2, RecallOptions(fusion=one))  # type: ignore[arg-type]
+        assert "c1" in {h.item.source_message_id for h in hits}, one
+        assert all(not h.boosts for h in hits), one
+        assert all((h.dense_rank is None) == (one == "lexical") for h in hits), one
+    assert not hasattr(mem, "retrieve")  # an eval-only door is not on the facade
     before = mem.stats("u1")
-    for bad in ({"using": "hybrid"}, {"using": "dense", "k": 0}):
-        with pytest.raises(InvalidInput) as info:
-            mem.retrieve("u1", "cat", **bad)
-        assert info.value.field in ("using", "k")
+    # Tried: an unknown fusion name, k=0 with a single retriever.
+    with pytest.raises(InvalidInput) as info:
+        RecallOptions(fusion="hybrid")  # type: ignore[arg-type]
+    assert info.value.field == "fusion"
+    with pytest.raises(InvalidInput) as info:
+        mem.recall("u1", "cat", 0, RecallOptions(fusion="dense"))
+    assert info.value.field == "k"
     assert mem.stats("u1") == before
 
 
@@ -260,7 +267,8 @@ def test_readiness_names_every_backend_and_gives_up_on_a_hung_one(tmp_path: Path
         ready = memory.readiness(timeout_s=0.3)
         elapsed = time.perf_counter() - started
     assert elapsed < 2.0, f"readiness waited {elapsed:.1f} s for a hung backend"
-    assert list(ready) == ["sessions", "summaries", "profile", "items", "vectors", "lexical"]
+    assert list(ready) == ["sessions", "summaries", "profile", "items", "vectors", "lexical", "jobs"]
+    assert ready["jobs"].backend == "SqliteJobQueue" and ready["jobs"].detail is None  # nothing waits
     assert ready["profile"].ok is False and ready["profile"].error == "no answer within 0.3 s"
     assert ready["profile"].backend == "HangingProfile"
     assert all(r.ok for tier, r in ready.items() if tier != "profile"), ready

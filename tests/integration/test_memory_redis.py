@@ -38,6 +38,7 @@ import redis
 from redis.crc import key_slot
 from redis_helpers import REDIS_URL, delete_prefix, new_prefix
 from redis_server import RedisServer, free_port
+from settings_helpers import settings_file
 
 from hmem.config import Settings
 from hmem.errors import BackendUnavailable
@@ -73,16 +74,19 @@ def prefix() -> Iterator[str]:
     client.close()
 
 
-def redis_env(url: str, prefix: str, data_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of one app instance (small buffer: compaction happens early)."""
+def redis_env(url: str, prefix: str, data_dir: Path, env: Mapping[str, str] | None = None,
+              **tuning: object) -> dict[str, str]:
+    """The environment of one app instance: the HMEM_* variables (``env`` adds more), and
+    its tuning settings (small buffer: compaction happens early; ``tuning`` adds more) in
+    ``data_dir``/hmem.toml, which HMEM_CONFIG names."""
+    tuning = {"buffer_tokens": 300, "summary_min_messages": 4, **tuning}
     return {
         "HMEM_REDIS_URL": url,
         "HMEM_REDIS_PREFIX": prefix,
         "HMEM_DATA_DIR": str(data_dir),
         "HMEM_VECTORS": "memory",
-        "HMEM_BUFFER_TOKENS": "300",
-        "HMEM_SUMMARY_MIN_MESSAGES": "4",
-        **extra,
+        "HMEM_CONFIG": str(settings_file(data_dir / "hmem.toml", **tuning)),
+        **(env or {}),
     }
 
 
@@ -202,8 +206,8 @@ def two_writer_run(tmp_path_factory: pytest.TempPathFactory, embedder: SentenceT
     writers, adds = 2, 40
     prefix = new_prefix()
     # One shared data dir: the compaction archive (SQLite) is the ledger of evicted turns.
-    env = redis_env(REDIS_URL, prefix, tmp_path_factory.mktemp("shared"), HMEM_ARCHIVE_TURNS="on_evict",
-                    HMEM_BUFFER_TOKENS="250", HMEM_EXTRACT_FACTS="false", HMEM_EXTRACT_PROFILE="false")
+    env = redis_env(REDIS_URL, prefix, tmp_path_factory.mktemp("shared"), archive_turns="on_evict",
+                    buffer_tokens=250, extract_facts=False, extract_profile=False)
     try:
         Memory.from_settings(Settings.from_env(env), embedder=embedder).close()  # create the SQLite schema once
         ctx = multiprocessing.get_context("spawn")  # no fork of a threaded pytest process
@@ -279,7 +283,8 @@ def test_unreachable_redis_fails_the_build_fast_with_a_masked_url(tmp_path: Path
         port = int(server.getsockname()[1])
     url = f"redis://:s3cret@127.0.0.1:{port}/0"
     timeout = 0.5
-    settings = Settings.from_env(redis_env(url, "hmemtest-unreachable", tmp_path, HMEM_REDIS_TIMEOUT_S=str(timeout)))
+    settings = Settings.from_env(redis_env(url, "hmemtest-unreachable", tmp_path, redis_timeout_s=timeout))
+    assert settings.redis_timeout_s == timeout
     try:
         started = time.perf_counter()
         with pytest.raises(BackendUnavailable) as info:
@@ -288,7 +293,7 @@ def test_unreachable_redis_fails_the_build_fast_with_a_masked_url(tmp_path: Path
     finally:
         for s in sockets:
             s.close()
-    assert elapsed < timeout + 1.0, f"{failure}: took {elapsed:.2f}s with HMEM_REDIS_TIMEOUT_S={timeout}"
+    assert elapsed < timeout + 1.0, f"{failure}: took {elapsed:.2f}s with redis_timeout_s={timeout}"
     message = str(info.value)
     assert f"redis://:****@127.0.0.1:{port}/0" in message
     assert "Start it or fix the Redis URL" in message
@@ -300,8 +305,8 @@ def test_fallback_to_memory_builds_warns_and_works(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, embedder: SentenceTransformerEmbedder
 ) -> None:
     url = f"redis://:s3cret@127.0.0.1:{free_port()}/0"
-    env = redis_env(url, "hmemtest-fallback", tmp_path / "a", HMEM_REDIS_FALLBACK_TO_MEMORY="true",
-                    HMEM_REDIS_TIMEOUT_S="1", HMEM_ARCHIVE_TURNS="on_evict", HMEM_EXTRACT_FACTS="false")
+    env = redis_env(url, "hmemtest-fallback", tmp_path / "a", {"HMEM_REDIS_FALLBACK_TO_MEMORY": "true"},
+                    redis_timeout_s=1, archive_turns="on_evict", extract_facts=False)
     with caplog.at_level(logging.WARNING):
         started = time.perf_counter()
         mem = Memory.from_settings(Settings.from_env(env), embedder=embedder)
@@ -342,8 +347,8 @@ def test_redis_killed_mid_run_fails_fast_and_the_same_memory_recovers(
     srv.start()
     try:
         timeout = 2.0
-        env = redis_env(srv.url, "hmem", tmp_path / "data", HMEM_REDIS_TIMEOUT_S=str(timeout),
-                        HMEM_ARCHIVE_TURNS="on_evict", HMEM_EXTRACT_FACTS="false")
+        env = redis_env(srv.url, "hmem", tmp_path / "data", redis_timeout_s=timeout,
+                        archive_turns="on_evict", extract_facts=False)
         mem = Memory.from_settings(Settings.from_env(env), embedder=embedder)
         mem.set_system_prompt(USER, SESSION, "You are a concise travel assistant.")
         acked: list[int] = []

@@ -38,6 +38,7 @@ import pytest
 from chroma_helpers import ChromaServer, chroma_server  # noqa: F401  (fixture)
 from cluster_helpers import ClusterInfo, cluster_client_prefix, redis_cluster  # noqa: F401  (fixture)
 from process_helpers import reap
+from settings_helpers import settings_file
 
 from hmem.config import Settings
 from hmem.memory import Memory
@@ -100,10 +101,11 @@ def shared_env(
 @pytest.fixture(scope="module")
 def hosts(shared_env: dict[str, str]) -> Iterator[list[Host]]:
     """The three host processes, started once for the module (each loads the model)."""
+    # small buffer: compaction runs every few turns and archives what it evicts
+    tuning = settings_file(Path(shared_env["HMEM_DATA_DIR"]) / "hosts.toml", buffer_tokens=150,
+                           summary_min_messages=4, archive_turns="on_evict")
     started = [Host({**shared_env, "HMEM_DATA_DIR": str(Path(shared_env["HMEM_DATA_DIR"]) / f"host{i}"),
-                     # small buffer: compaction runs every few turns and archives what it evicts
-                     "HMEM_BUFFER_TOKENS": "150", "HMEM_SUMMARY_MIN_MESSAGES": "4",
-                     "HMEM_ARCHIVE_TURNS": "on_evict"}) for i in range(HOSTS)]
+                     "HMEM_CONFIG": str(tuning)}) for i in range(HOSTS)]
     try:
         for host in started:  # the three load their model in parallel
             host.ready()

@@ -113,10 +113,10 @@ def _failover_run(tmp_path: Path, wait_replicas: int) -> dict[str, int | float]:
             "HMEM_VECTORS": "memory",
             "HMEM_COMPACTION": "off",  # the session keeps every message: presence is read from it
             "HMEM_REDIS_WAIT_REPLICAS": str(wait_replicas),
-            "HMEM_REDIS_WAIT_TIMEOUT_MS": "1000",
         }
         victim = master_port_of(cluster, f"{prefix}:{{{USER}}}:x")
-        with Memory.from_settings(Settings.from_env(env), embedder=HashEmbedder()) as memory:
+        settings = Settings.from_env(env, redis_wait_timeout_ms=1000)  # a tuning setting: not from the env
+        with Memory.from_settings(settings, embedder=HashEmbedder()) as memory:
             writer = Writer(memory)
             thread = threading.Thread(target=writer.run, daemon=True)
             thread.start()

@@ -81,26 +81,28 @@ def test_without_wait_the_same_writes_succeed(redis_prefix: tuple[redis.Redis, s
     assert RedisItemStore(client, prefix=prefix).count("u1") == 0
 
 
-@pytest.mark.parametrize(("env", "names"), [
-    ({"HMEM_REDIS_WAIT_REPLICAS": "-1"}, "HMEM_REDIS_WAIT_REPLICAS"),
-    ({"HMEM_REDIS_WAIT_REPLICAS": "one"}, "HMEM_REDIS_WAIT_REPLICAS"),
-    ({"HMEM_REDIS_WAIT_REPLICAS": "1.5"}, "HMEM_REDIS_WAIT_REPLICAS"),
-    ({"HMEM_REDIS_WAIT_TIMEOUT_MS": "0"}, "HMEM_REDIS_WAIT_TIMEOUT_MS"),
+# HMEM_REDIS_WAIT_REPLICAS is an environment setting; redis_wait_timeout_ms and
+# redis_timeout_s are tuning settings (keywords here, or the HMEM_CONFIG file).
+@pytest.mark.parametrize(("env", "overrides", "names"), [
+    ({"HMEM_REDIS_WAIT_REPLICAS": "-1"}, {}, "HMEM_REDIS_WAIT_REPLICAS"),
+    ({"HMEM_REDIS_WAIT_REPLICAS": "one"}, {}, "HMEM_REDIS_WAIT_REPLICAS"),
+    ({"HMEM_REDIS_WAIT_REPLICAS": "1.5"}, {}, "HMEM_REDIS_WAIT_REPLICAS"),
+    ({}, {"redis_wait_timeout_ms": "0"}, "^redis_wait_timeout_ms"),
     # not below the socket timeout (5 s by default), with WAIT on
-    ({"HMEM_REDIS_WAIT_REPLICAS": "1", "HMEM_REDIS_WAIT_TIMEOUT_MS": "5000"}, "HMEM_REDIS_WAIT_TIMEOUT_MS"),
-    ({"HMEM_REDIS_WAIT_REPLICAS": "1", "HMEM_REDIS_TIMEOUT_S": "0.5"}, "HMEM_REDIS_WAIT_TIMEOUT_MS"),
+    ({"HMEM_REDIS_WAIT_REPLICAS": "1"}, {"redis_wait_timeout_ms": "5000"}, "^redis_wait_timeout_ms"),
+    ({"HMEM_REDIS_WAIT_REPLICAS": "1"}, {"redis_timeout_s": "0.5"}, "^redis_wait_timeout_ms"),
 ])
-def test_bad_wait_settings_are_config_errors(env: dict[str, str], names: str) -> None:
+def test_bad_wait_settings_are_config_errors(env: dict[str, str], overrides: dict[str, str], names: str) -> None:
     with pytest.raises(ConfigError, match=names):
-        Settings.from_env(env)
+        Settings.from_env(env, **overrides)
 
 
 def test_wait_settings_reach_the_stores() -> None:
-    settings = Settings.from_env({"HMEM_REDIS_WAIT_REPLICAS": "2", "HMEM_REDIS_WAIT_TIMEOUT_MS": "250"})
+    settings = Settings.from_env({"HMEM_REDIS_WAIT_REPLICAS": "2"}, redis_wait_timeout_ms="250")
     assert (settings.redis_wait_replicas, settings.redis_wait_timeout_ms) == (2, 250)
     assert Settings().redis_wait_replicas == 0  # off by default
     # With WAIT off, a short socket timeout does not trip over the (unused) WAIT timeout.
-    assert Settings.from_env({"HMEM_REDIS_TIMEOUT_S": "0.5"}).redis_timeout_s == 0.5
+    assert Settings.from_env({}, redis_timeout_s="0.5").redis_timeout_s == 0.5
     for bad in (-1, True, 1.0):
         with pytest.raises(ConfigError, match=r"ReplicaWait\.replicas"):
             ReplicaWait(bad)  # type: ignore[arg-type]

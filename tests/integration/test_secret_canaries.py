@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from server_fixtures import embedder
+from settings_helpers import settings_file
 
 from hmem.cli.main import main
 from hmem.config import Settings
@@ -96,8 +97,13 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def canary_env(endpoint_port: int, data_dir: Path, redis_port: int) -> dict[str, str]:
+def canary_env(endpoint_port: int, data_dir: Path, redis_port: int, tuning: Path) -> dict[str, str]:
+    """The HMEM_* variables of the canary deployment; its tuning settings go to the file
+    ``tuning`` (written here), which HMEM_CONFIG names."""
+    # buffer_tokens: compaction, so the summarizer asks the LLM too
+    settings_file(tuning, redis_timeout_s=2, buffer_tokens=60, summary_min_messages=2)
     return {
+        "HMEM_CONFIG": str(tuning),
         "HMEM_DATA_DIR": str(data_dir),
         "HMEM_VECTORS": "memory",
         "HMEM_LLM_MODEL": "m",
@@ -111,10 +117,7 @@ def canary_env(endpoint_port: int, data_dir: Path, redis_port: int) -> dict[str,
                                f"?api_key={C['embedquerykey']}",
         "HMEM_REDIS_URL": f"redis://:{C['redispassword']}@127.0.0.1:{redis_port}/0",
         "HMEM_REDIS_FALLBACK_TO_MEMORY": "true",
-        "HMEM_REDIS_TIMEOUT_S": "2",
         "HMEM_API_KEYS": f"{C['admin']},{C['alice']}:alice",
-        "HMEM_BUFFER_TOKENS": "60",  # compaction, so the summarizer asks the LLM too
-        "HMEM_SUMMARY_MIN_MESSAGES": "2",
     }
 
 
@@ -159,7 +162,8 @@ def test_rest_api_ui_and_logs_show_no_secret_when_the_embedder_refuses(
     caplog.set_level(logging.DEBUG)
     shown: dict[str, str] = {}
     with EchoingEndpoint() as endpoint:
-        settings = Settings.from_env(canary_env(endpoint.port, tmp_path, closed_port()))
+        settings = Settings.from_env(canary_env(endpoint.port, tmp_path, closed_port(), tmp_path / "hmem.toml"))
+        assert (settings.buffer_tokens, settings.summary_min_messages, settings.redis_timeout_s) == (60, 2, 2.0)
         memory = Memory.from_settings(settings)  # embeddings and LLM: the echoing endpoint
         try:
             with serve_in_thread(create_app(memory, settings)) as url, \
@@ -198,7 +202,7 @@ def test_proxy_extraction_and_ui_show_no_secret_when_the_llm_and_upstream_refuse
     caplog.set_level(logging.DEBUG)
     shown: dict[str, str] = {}
     with EchoingEndpoint() as endpoint:
-        settings = Settings.from_env(canary_env(endpoint.port, tmp_path, closed_port()))
+        settings = Settings.from_env(canary_env(endpoint.port, tmp_path, closed_port(), tmp_path / "hmem.toml"))
         memory = Memory.from_settings(settings, embedder=embedder())  # recall works; the LLM and upstream refuse
         options = ProxyOptions(upstream=upstream_url(endpoint.port), api_key=C["upstreamkey"])
         try:
@@ -243,7 +247,7 @@ def test_cli_errors_show_no_configured_secret(
         return code, captured.out, captured.err
 
     with EchoingEndpoint() as endpoint:
-        for name, value in canary_env(endpoint.port, tmp_path / "store", closed_port()).items():
+        for name, value in canary_env(endpoint.port, tmp_path / "store", closed_port(), tmp_path / "hmem.toml").items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("HMEM_UPSTREAM_API_KEY", C["upstreamkey"])
         runs = {

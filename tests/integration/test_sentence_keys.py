@@ -1,7 +1,11 @@
 """Sentence keys (:mod:`hmem.longterm.keys`, :mod:`hmem.backends.sentence_keys`) beyond the
-contract: a crash keeps every waiting key, a refusing index loses none and says so, a
-forget racing a build leaves no key behind, the store folds keys into recall (a turn
-found by one buried sentence), and the embedded default uses them end to end.
+contract. The keys are ``sentence_keys`` jobs of the background engine (:mod:`hmem.jobs`)
+on the SQLite file's queue: a crash keeps every waiting key; an index outage is retried
+until it answers (nothing lost, never quarantined) and says so; a turn whose keys are
+refused is quarantined after the retry policy's attempts while the other turns' keys are
+built; the waiting keys of the old ``key_jobs`` table are moved into the queue; a forget
+racing a build leaves no key behind; the store folds keys into recall (a turn found by
+one buried sentence), and the embedded default uses them end to end.
 
 Real backends (embedded Chroma, SQLite) and the packaged ONNX MiniLM throughout; the
 doubles are an index that refuses and an embedder that blocks, on purpose.
@@ -9,12 +13,16 @@ doubles are an index that refuses and an embedder that blocks, on purpose.
 
 from __future__ import annotations
 
+import json
+import logging
 import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from index_doubles import DownIndex
@@ -23,18 +31,22 @@ from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
 from hmem.backends.memory.items import MemoryItemStore
 from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.memory.vectors import MemoryVectorIndex
-from hmem.backends.sentence_keys import SentenceKeysBehind
+from hmem.backends.sentence_keys import KIND, SentenceKeysBehind
 from hmem.backends.sqlite.db import SqliteDatabase
+from hmem.backends.sqlite.jobs import SqliteJobQueue
 from hmem.build import KEYS_PREFIX
 from hmem.config import Settings
-from hmem.errors import BackendUnavailable, ConfigError
-from hmem.longterm.keys import InlineSentenceKeys, key_parent
+from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
+from hmem.jobs import JobEngine, RetryPolicy
+from hmem.longterm.keys import InlineSentenceKeys, key_jobs, key_parent
 from hmem.longterm.store import LongTermStore
 from hmem.memory import Memory
 from hmem.providers.onnx import OnnxMiniLMEmbedder
 from hmem.types import MemoryItem, Message
 
 EMBEDDER = OnnxMiniLMEmbedder()
+#: Retries in milliseconds, and a refused turn quarantined after its second refusal.
+FAST = RetryPolicy(attempts=2, first_s=0.01, max_s=0.05)
 POTTERY = "Hi Caroline! Work was busy this week. I just signed up for a pottery class yesterday. See you soon!"
 
 
@@ -58,11 +70,59 @@ class HeldEmbedder:
         return EMBEDDER.embed_query(texts)
 
 
+class CountingDownIndex(MemoryVectorIndex):
+    """Refuses every upsert as a Chroma that is down does (BackendUnavailable: an outage)
+    while ``down`` is set, counting the tries."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down, self.tries = True, 0
+
+    def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
+        self.tries += 1
+        if self.down:
+            raise BackendUnavailable("Chroma call failed: ConnectionError: refused")
+        super().upsert(user_id, ids, vectors, metadatas)
+
+
+class RefusingIndex(MemoryVectorIndex):
+    """Refuses (ValueError: the data, not an outage) every upsert with a key of ``refused``."""
+
+    def __init__(self, refused: str) -> None:
+        super().__init__()
+        self.refused: str | None = refused
+
+    def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
+               metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
+        if any(key_parent(i) == self.refused for i in ids):
+            raise ValueError(f"metadata of {self.refused} refused")
+        super().upsert(user_id, ids, vectors, metadatas)
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[SqliteDatabase]:
     handle = SqliteDatabase(tmp_path / "hmem.sqlite3")
     yield handle
     handle.close()
+
+
+@pytest.fixture
+def engine(db: SqliteDatabase) -> Iterator[JobEngine]:
+    """The engine on the SQLite file's queue, retrying fast (closed after the test)."""
+    handle = JobEngine(SqliteJobQueue(db), policy=FAST, exclusive=True)
+    yield handle
+    handle.close(timeout=1.0)
+
+
+def _parents(index: MemoryVectorIndex, user_id: str) -> set[str]:
+    """The turns with keys in ``index``."""
+    return {key_parent(h.id) for h in index.query(user_id, EMBEDDER.embed_query(["a turn"])[0], 1000)}
+
+
+def _job_rows(db: SqliteDatabase) -> int:
+    with db.read() as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM jobs WHERE kind = ?", (KIND,)).fetchone()[0])
 
 
 def test_a_crash_keeps_every_waiting_key(tmp_path: Path) -> None:
@@ -74,76 +134,129 @@ def test_a_crash_keeps_every_waiting_key(tmp_path: Path) -> None:
         from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
         from hmem.backends.sentence_keys import SentenceKeysBehind
         from hmem.backends.sqlite.db import SqliteDatabase
+        from hmem.backends.sqlite.jobs import SqliteJobQueue
+        from hmem.jobs import JobEngine
         from hmem.providers.onnx import OnnxMiniLMEmbedder
         from hmem.types import MemoryItem
+        db = SqliteDatabase({str(tmp_path / "hmem.sqlite3")!r})
         keys = SentenceKeysBehind(ChromaVectorIndex(chroma_persistent_client({str(tmp_path / "chroma")!r}),
                                                     collection_prefix="hmemkeys"),
-                                  OnnxMiniLMEmbedder(), SqliteDatabase({str(tmp_path / "hmem.sqlite3")!r}),
-                                  idle_s=3600)
+                                  OnnxMiniLMEmbedder(), JobEngine(SqliteJobQueue(db), exclusive=True), idle_s=3600,
+                                  db=db)
         keys.submit("u1", [MemoryItem(id=f"t{{i}}", user_id="u1", kind="turn", speaker="Mel",
                                       text=f"Hello there. Turn {{i}} is about the number {{i}}.") for i in range(20)])
-        assert keys.pending() == 20
+        assert keys.waiting("u1") == 20
         os._exit(0)
     """)
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
     db = SqliteDatabase(tmp_path / "hmem.sqlite3")
+    engine = JobEngine(SqliteJobQueue(db), exclusive=True)
     keys = SentenceKeysBehind(ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma"),
-                                                collection_prefix="hmemkeys"), EMBEDDER, db)
+                                                collection_prefix="hmemkeys"), EMBEDDER, engine, db=db)
     try:
-        assert keys.flush(60.0)
-        assert keys.pending() == 0
+        deadline = time.monotonic() + 60
+        while keys.waiting("u1") and time.monotonic() < deadline:  # built without a flush
+            time.sleep(0.05)
+        assert keys.waiting("u1") == 0 and _job_rows(db) == 0
         hits = keys.search("u1", EMBEDDER.embed_query(["Turn 7 is about the number 7."])[0], 40)
         assert {key_parent(h.id) for h in hits} == {f"t{i}" for i in range(20)}
         assert key_parent(hits[0].id) == "t7"
     finally:
-        keys.close()
+        engine.close()
         db.close()
 
 
-def test_a_refusing_index_loses_no_key_and_says_so(db: SqliteDatabase, caplog: pytest.LogCaptureFixture) -> None:
-    index = DownIndex()
-    keys = SentenceKeysBehind(index, EMBEDDER, db, idle_s=0.0)
-    try:
-        keys.submit("u1", [_turn("t1")])
-        keys.submit("u2", [_turn("t2"), _turn("t3")])
-        for _ in range(100):  # until the first try (the model loads first) was refused
-            assert keys.flush(0.2) is False
-            if "refused" in caplog.text:
-                break
-        assert keys.pending() == 3
-        assert (keys.waiting("u1"), keys.waiting("u2"), keys.waiting("nobody")) == (1, 2, 0)
-        assert "still wait for their sentence keys" in caplog.text and "ConnectionError: refused" in caplog.text
-        index.down = False
-        assert keys.flush(60.0)  # tried again (back-off of at most a few seconds here)
-        assert (keys.waiting("u1"), keys.waiting("u2")) == (0, 0)
-        assert [key_parent(h.id) for h in keys.search("u1", EMBEDDER.embed_query(["pottery class"])[0], 1)] == ["t1"]
-    finally:
-        keys.close()
+def test_an_index_outage_is_retried_until_it_answers_and_loses_no_key(
+    db: SqliteDatabase, engine: JobEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """BackendUnavailable from the index is an outage: tried again and again, far past the
+    policy's attempts, never quarantined; flush says False meanwhile and the log says why."""
+    caplog.set_level(logging.WARNING, logger="hmem.jobs")
+    index = CountingDownIndex()
+    keys = SentenceKeysBehind(index, EMBEDDER, engine, idle_s=0.0)
+    keys.submit("u1", [_turn("t1")])
+    keys.submit("u2", [_turn("t2"), _turn("t3")])
+    deadline = time.monotonic() + 60
+    while index.tries < 4 * FAST.attempts and time.monotonic() < deadline:  # the model loads first
+        assert keys.flush(0.2) is False
+    assert index.tries >= 4 * FAST.attempts
+    assert (keys.waiting("u1"), keys.waiting("u2"), keys.waiting("nobody")) == (1, 2, 0)
+    report = engine.report()
+    assert report["quarantined"] == [] and report["kinds"][KIND]["quarantined"] == 0
+    assert "ConnectionError: refused" in (report["kinds"][KIND]["error"] or "")
+    assert "still wait after" in caplog.text and "ConnectionError: refused" in caplog.text
+    index.down = False
+    assert keys.flush(60.0)  # tried again (back-off of at most FAST.max_s here)
+    assert (keys.waiting("u1"), keys.waiting("u2")) == (0, 0) and _job_rows(db) == 0
+    assert engine.report()["kinds"][KIND]["error"] is None
+    assert [key_parent(h.id) for h in keys.search("u1", EMBEDDER.embed_query(["pottery class"])[0], 1)] == ["t1"]
+
+
+def test_a_refused_turn_is_quarantined_and_the_others_are_built(db: SqliteDatabase, engine: JobEngine) -> None:
+    """A turn the index refuses (ValueError: its own data) fails its batch; the batch is
+    split, the other turns' keys are built, and the refused turn is quarantined after
+    FAST.attempts runs (flush does not wait for it). Requeued once fixed, it is built."""
+    index = RefusingIndex("bad")
+    keys = SentenceKeysBehind(index, EMBEDDER, engine, idle_s=0.0)
+    keys.submit("u1", [_turn("t1"), _turn("bad"), _turn("t3")])
+    keys.submit("u2", [_turn("t4")])
+    assert keys.flush(60.0)
+    assert _parents(index, "u1") == {"t1", "t3"} and index.count("u2") == 4
+    assert (keys.waiting("u1"), keys.waiting("u2")) == (0, 0)
+    [stuck] = engine.report("u1")["quarantined"]
+    assert (stuck["kind"], stuck["key"], stuck["attempts"]) == (KIND, "bad", FAST.attempts)
+    assert "ValueError: metadata of bad refused" in stuck["error"]
+    assert engine.report("u2")["quarantined"] == [] and _job_rows(db) == 1  # kept, with its error
+    index.refused = None
+    assert engine.requeue([stuck["id"]]) == 1 and keys.flush(60.0)
+    assert _parents(index, "u1") == {"t1", "bad", "t3"} and _job_rows(db) == 0
 
 
 def test_closing_while_the_index_refuses_keeps_the_keys_for_the_next_process(db: SqliteDatabase) -> None:
-    down = DownIndex()
-    keys = SentenceKeysBehind(down, EMBEDDER, db, idle_s=0.0)
+    engine = JobEngine(SqliteJobQueue(db), policy=FAST, exclusive=True)
+    keys = SentenceKeysBehind(DownIndex(), EMBEDDER, engine, idle_s=0.0)
     keys.submit("u1", [_turn("t1")])
-    while "refused" not in str(keys._error):
+    deadline = time.monotonic() + 60
+    while "refused" not in str(engine.report()["kinds"][KIND]["error"]) and time.monotonic() < deadline:
         keys.flush(0.1)
-    keys.close()  # does not wait for an index that refuses
-    with db.read() as conn:
-        assert conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0] == 1
+    started = time.monotonic()
+    engine.close()  # does not wait for an index that refuses
+    assert time.monotonic() - started < 5.0
+    assert _job_rows(db) == 1
     index = MemoryVectorIndex()
-    again = SentenceKeysBehind(index, EMBEDDER, db)
+    again = JobEngine(SqliteJobQueue(db), exclusive=True)
     try:
-        assert again.flush(60.0) and index.count("u1") == 4
+        assert SentenceKeysBehind(index, EMBEDDER, again).flush(60.0) and index.count("u1") == 4
     finally:
         again.close()
 
 
-def test_a_forget_racing_a_build_leaves_no_key(db: SqliteDatabase) -> None:
+def test_the_old_key_jobs_table_is_moved_into_the_queue(db: SqliteDatabase, engine: JobEngine) -> None:
+    """A data folder from before the engine kept waiting keys in a ``key_jobs`` table:
+    opening moves them into the queue and drops the table; they are then built."""
+    with db.write() as conn:
+        conn.execute("CREATE TABLE key_jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT NOT NULL, "
+                     "item_id TEXT NOT NULL, texts TEXT NOT NULL, metadata TEXT NOT NULL)")
+        for user, item in (("u1", _turn("t1")), ("u2", _turn("t2", "We went camping. The kids loved the beach."))):
+            [(item_id, texts, meta)] = key_jobs([item])
+            conn.execute("INSERT INTO key_jobs (user_id, item_id, texts, metadata) VALUES (?, ?, ?, ?)",
+                         (user, item_id, json.dumps(texts), json.dumps(meta)))
+    index = MemoryVectorIndex()
+    keys = SentenceKeysBehind(index, EMBEDDER, engine, db=db)
+    with db.read() as conn:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'key_jobs'").fetchall() == []
+    assert keys.flush(60.0)
+    assert (index.count("u1"), index.count("u2")) == (4, 2) and _job_rows(db) == 0
+    hits = keys.search("u2", EMBEDDER.embed_query(["camping at the beach"])[0], 1)
+    assert [key_parent(h.id) for h in hits] == ["t2"]
+
+
+def test_a_forget_racing_a_build_leaves_no_key(engine: JobEngine) -> None:
     """The build holds the model when forget comes: forget waits for it, then drops the
     keys it wrote."""
     held = HeldEmbedder()
     index = MemoryVectorIndex()
-    keys = SentenceKeysBehind(index, held, db, idle_s=0.0)  # type: ignore[arg-type]
+    keys = SentenceKeysBehind(index, held, engine, idle_s=0.0)  # type: ignore[arg-type]
     try:
         keys.submit("u1", [_turn("t1")])
         assert held.entered.wait(10)
@@ -154,26 +267,25 @@ def test_a_forget_racing_a_build_leaves_no_key(db: SqliteDatabase) -> None:
         held.release.set()
         forgot.join(10)
         assert keys.flush(10.0)
-        assert index.count("u1") == 0
+        assert index.count("u1") == 0 and keys.waiting("u1") == 0
     finally:
         held.release.set()
-        keys.close()
 
 
-def test_bad_construction_is_refused(db: SqliteDatabase) -> None:
+def test_bad_construction_is_refused(engine: JobEngine) -> None:
     # Tried: a negative pause, a zero and a non-integer batch size.
     for kwargs in ({"idle_s": -1.0}, {"batch_turns": 0}, {"batch_turns": 2.5}):
         with pytest.raises(ConfigError, match="SentenceKeysBehind needs"):
-            SentenceKeysBehind(MemoryVectorIndex(), EMBEDDER, db, **kwargs)  # type: ignore[arg-type]
+            SentenceKeysBehind(MemoryVectorIndex(), EMBEDDER, engine, **kwargs)  # type: ignore[arg-type]
+    assert engine.report()["kinds"] == {}  # nothing registered
 
 
-def test_submit_after_close_is_refused_and_writes_nothing(db: SqliteDatabase) -> None:
-    keys = SentenceKeysBehind(MemoryVectorIndex(), EMBEDDER, db)
-    keys.close()
-    with pytest.raises(BackendUnavailable, match="closed"):
+def test_submit_after_close_is_refused_and_writes_nothing(db: SqliteDatabase, engine: JobEngine) -> None:
+    keys = SentenceKeysBehind(MemoryVectorIndex(), EMBEDDER, engine)
+    engine.close()
+    with pytest.raises(InvalidInput, match="closed"):
         keys.submit("u1", [_turn("t1")])
-    with db.read() as conn:
-        assert conn.execute("SELECT COUNT(*) FROM key_jobs").fetchone()[0] == 0
+    assert _job_rows(db) == 0
 
 
 def _store(keys: InlineSentenceKeys | None) -> LongTermStore:
@@ -217,7 +329,7 @@ def test_the_embedded_default_builds_keys_behind_the_add(tmp_path: Path) -> None
         assert isinstance(keys, SentenceKeysBehind)
         mem.add("ann", "s1", [Message("user", POTTERY), Message("assistant", "Pottery is great. Enjoy it!")])
         assert mem.flush(60.0)
-        assert keys.pending() == 0 and keys.index.count("ann") == 6  # 4 sentences of POTTERY, 2 of the reply
+        assert keys.waiting("ann") == 0 and keys.index.count("ann") == 6  # 4 sentences of POTTERY, 2 of the reply
         assert mem.stats("ann")["sentence_keys_waiting"] == 0
         hits = mem.recall("ann", "Did Ann sign up for a class?", 3)
         assert hits and "pottery class" in hits[0].item.text
@@ -236,10 +348,10 @@ def test_settings_turn_keys_off_and_check_the_question_weight(tmp_path: Path) ->
         mem.add("ann", "s1", [Message("user", POTTERY)])
         assert mem.recall("ann", "pottery class", 1)
         assert mem.stats("ann")["sentence_keys_waiting"] == 0
-    # Tried: below 0, above 1, not a number.
+    # Tried: below 0, above 1, not a number (tuning settings: keywords, named by their key).
     for bad in ("-0.1", "1.5", "half"):
-        with pytest.raises(ConfigError, match="HMEM_QUESTION_WEIGHT"):
-            Settings.from_env({"HMEM_QUESTION_WEIGHT": bad})
-    with pytest.raises(ConfigError, match="HMEM_SENTENCE_KEYS"):
-        Settings.from_env({"HMEM_SENTENCE_KEYS": "sometimes"})
-    assert Settings.from_env({"HMEM_QUESTION_WEIGHT": "0"}).question_weight == 0.0
+        with pytest.raises(ConfigError, match=r"^question_weight="):
+            Settings.from_env({}, question_weight=bad)
+    with pytest.raises(ConfigError, match=r"^sentence_keys='sometimes'"):
+        Settings.from_env({}, sentence_keys="sometimes")
+    assert Settings.from_env({}, question_weight="0").question_weight == 0.0

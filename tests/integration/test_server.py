@@ -274,7 +274,7 @@ def test_health_readiness_and_openapi_need_no_key(server: tuple[str, Memory]) ->
         assert c.get("/healthz").json() == {"status": "ok"}
         ready = c.get("/readyz")
         assert ready.status_code == 200 and ready.json()["ready"] is True
-        assert set(ready.json()["backends"]) == {"sessions", "summaries", "profile", "items", "vectors", "lexical"}
+        assert set(ready.json()["backends"]) == {"sessions", "summaries", "profile", "items", "vectors", "lexical", "jobs"}
         schema = c.get("/openapi.json").json()
     paths = schema["paths"]
     assert "/v1/users/{user_id}/sessions/{session_id}/context" in paths

@@ -29,6 +29,7 @@ from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.backends.write_behind import WriteBehindVectorIndex
 from hmem.config import Settings
 from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
+from hmem.longterm.options import RecallOptions
 from hmem.memory import Memory
 from hmem.protocols import IndexStamp
 from hmem.providers.embed import SentenceTransformerEmbedder
@@ -255,8 +256,8 @@ def test_settings_choose_the_front(tmp_path: Path) -> None:
     assert isinstance(index_of(vector_writes="direct"), ChromaVectorIndex)
     assert isinstance(index_of(vectors="memory"), MemoryVectorIndex)
     assert isinstance(index_of(vectors="memory", vector_writes="behind"), WriteBehindVectorIndex)
-    with pytest.raises(ConfigError, match="HMEM_VECTOR_WRITES"):
-        Settings.from_env({"HMEM_VECTOR_WRITES": "later"})
+    with pytest.raises(ConfigError, match=r"^vector_writes='later'"):
+        Settings.from_env({}, vector_writes="later")
 
 
 @pytest.mark.slow
@@ -268,8 +269,8 @@ def test_the_embedded_default_finds_an_add_at_once_and_leaves_nothing_pending(
     for n, text in enumerate(turns):
         mem.add("u1", "s1", [Message(role="user", content=text, id=f"m{n}")])
     # Asked at once, by embedding alone (no shared word), before a pause lets anything move.
-    found = mem.retrieve("u1", "which pet did I get", 1, using="dense")
-    assert found[0].text == turns[0]
+    found = mem.recall("u1", "which pet did I get", 1, RecallOptions(fusion="dense"))
+    assert found[0].item.text == turns[0]
     assert mem.readiness()["vectors"].backend == "ChromaVectorIndex"
     items = mem.stats("u1")["items"]
     mem.close()

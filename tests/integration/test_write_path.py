@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hmem.config import Settings
+from hmem.config import Settings, setting_name
 from hmem.errors import ConfigError
 from hmem.memory import Memory
 from hmem.providers.embed import SentenceTransformerEmbedder
@@ -100,18 +100,23 @@ def test_concurrent_adds_share_model_calls_and_are_durable_when_they_return(
 ], ids=lambda bad: f"{next(iter(bad))}={next(iter(bad.values()))!r}")
 def test_bad_write_path_settings_raise_config_error_and_create_nothing(tmp_path: Path, bad: dict[str, Any]) -> None:
     folder = tmp_path / "data"
-    with pytest.raises(ConfigError, match=f"HMEM_{next(iter(bad)).upper()}"):
+    # warm_up is named by its variable (HMEM_WARM_UP), the tuning settings by their key.
+    with pytest.raises(ConfigError, match=setting_name(next(iter(bad)))):
         Memory.open(folder, vectors="memory", **bad)
     assert not folder.exists()
 
 
 def test_env_values_are_read_and_checked() -> None:
-    s = Settings.from_env({"HMEM_EMBED_BATCH_WAIT_MS": "0", "HMEM_EMBED_BATCH_MAX": "16",
-                           "HMEM_EMBED_CACHE_SIZE": "0", "HMEM_WARM_UP": "true"})
+    # HMEM_WARM_UP is an environment setting; the batching and cache knobs are tuning
+    # settings, given as (string) keywords as a settings file or --set would.
+    s = Settings.from_env({"HMEM_WARM_UP": "true"}, embed_batch_wait_ms="0", embed_batch_max="16",
+                          embed_cache_size="0")
     assert (s.embed_batch_wait_ms, s.embed_batch_max, s.embed_cache_size, s.warm_up) == (0.0, 16, 0, True)
-    for env in ({"HMEM_EMBED_BATCH_MAX": "0"}, {"HMEM_EMBED_BATCH_WAIT_MS": "-2"}, {"HMEM_EMBED_CACHE_SIZE": "x"}):
-        with pytest.raises(ConfigError, match=next(iter(env))):
-            Settings.from_env(env)
+    for bad in ({"embed_batch_max": "0"}, {"embed_batch_wait_ms": "-2"}, {"embed_cache_size": "x"}):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            Settings.from_env({}, **bad)
+    with pytest.raises(ConfigError, match="HMEM_WARM_UP"):
+        Settings.from_env({"HMEM_WARM_UP": "maybe"})
 
 
 def test_warm_up_runs_the_model_when_the_memory_is_built(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:

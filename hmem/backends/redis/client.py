@@ -233,7 +233,7 @@ def redis_errors(label: str) -> Iterator[None]:
             f"Redis at {label} is unreachable ({exc.__class__.__name__}: {exc}). Start it or fix the Redis URL "
             "in the hmem settings. A write in flight may or may not have happened; retrying it is safe "
             "(a retried append either lands once or raises DuplicateId because it already did). "
-            "To run without Redis, choose the sqlite backend (HMEM_SESSIONS=sqlite …) or enable the in-process "
+            "To run without Redis, choose the sqlite backend (unset HMEM_REDIS_URL) or enable the in-process "
             "fallback explicitly (HMEM_REDIS_FALLBACK_TO_MEMORY=true; it loses data on restart)."
         ) from exc
     except (redis.exceptions.RedisClusterException, redis.exceptions.ClusterError) as exc:
@@ -300,7 +300,7 @@ class ReplicaWait:
             if isinstance(value, bool) or not isinstance(value, int) or value < floor:
                 raise ConfigError(
                     f"ReplicaWait.{name} must be an integer >= {floor}, got {value!r} "
-                    "(HMEM_REDIS_WAIT_REPLICAS / HMEM_REDIS_WAIT_TIMEOUT_MS)"
+                    "(HMEM_REDIS_WAIT_REPLICAS / redis_wait_timeout_ms)"
                 )
 
     @property
@@ -315,7 +315,7 @@ class ReplicaWait:
                 f"within {self.timeout_ms} ms (WAIT): it could be lost if that master fails now. Retrying is safe "
                 "(a retried append lands once or raises DuplicateId). Check that the master has "
                 f"{self.replicas} replica(s) online (INFO replication), or lower HMEM_REDIS_WAIT_REPLICAS / raise "
-                "HMEM_REDIS_WAIT_TIMEOUT_MS."
+                "redis_wait_timeout_ms (in the HMEM_CONFIG file)."
             )
 
 

@@ -13,6 +13,7 @@ SessionStoreContract        SessionStore               ``session_backend`` → S
 SummaryStoreContract        SummaryStore               ``store``
 ProfileStoreContract        ProfileStore               ``profile_backend`` → ProfileBackend
 ItemStoreContract           ItemStore                  ``store``
+JobQueueContract            JobQueue                   ``job_backend`` → JobQueueBackend
 VectorIndexContract         VectorIndex                ``index``
 SentenceKeyIndexContract    SentenceKeyIndex           ``keys`` and ``embedder``
 LexicalIndexContract        LexicalIndex               ``make_index`` → () -> index
@@ -57,11 +58,12 @@ import pytest
 # Must run before the suites are imported: assertions in them then report their values.
 pytest.register_assert_rewrite(
     *(f"hmem.testing.contracts.{name}" for name in
-      ("embed", "items", "keys", "lexical", "llm", "profile", "sessions", "summaries", "tokenizer", "vectors"))
+      ("embed", "items", "jobs", "keys", "lexical", "llm", "profile", "sessions", "summaries", "tokenizer", "vectors"))
 )
 
 from hmem.testing.contracts.embed import EmbedderContract  # noqa: E402
 from hmem.testing.contracts.items import ItemStoreContract  # noqa: E402
+from hmem.testing.contracts.jobs import JobQueueBackend, JobQueueContract  # noqa: E402
 from hmem.testing.contracts.keys import SentenceKeyIndexContract  # noqa: E402
 from hmem.testing.contracts.lexical import LexicalIndexContract  # noqa: E402
 from hmem.testing.contracts.llm import LLMContract, LLMFactory  # noqa: E402
@@ -74,6 +76,8 @@ from hmem.testing.contracts.vectors import VectorIndexContract  # noqa: E402
 __all__ = [
     "EmbedderContract",
     "ItemStoreContract",
+    "JobQueueBackend",
+    "JobQueueContract",
     "LLMContract",
     "LLMFactory",
     "LexicalIndexContract",
