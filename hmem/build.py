@@ -143,11 +143,13 @@ def _compose(
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
     if vectors is None:
         vectors = build_vectors(settings, data_dir)
-        if settings.vector_writes == "behind" or (settings.vector_writes == "auto" and settings.vectors == "chroma"):
+        # Behind needs its jobs beside its outbox (the data folder's SQLite file, one process).
+        if settings.vector_writes == "behind" or (settings.vector_writes == "auto" and settings.vectors == "chroma"
+                                                  and settings.items == "sqlite"):
             from hmem.backends.write_behind import WriteBehindVectorIndex
 
             # Upserts return once in the SQLite outbox; a thread moves them into the index.
-            vectors = WriteBehindVectorIndex(vectors, db)  # type: ignore[arg-type]  # both backends search in batches
+            vectors = WriteBehindVectorIndex(vectors, db, engine)  # type: ignore[arg-type]  # both search in batches
             closers.append(vectors.close)
     keys = None
     if settings.sentence_keys:

@@ -119,7 +119,7 @@ class Settings:
     redis_wait_timeout_ms: int = 1000  # how long that WAIT may take
     session_ttl_s: float | None = None
     vectors: str = "chroma"
-    vector_writes: Literal["auto", "behind", "direct"] = "auto"  # auto: behind for embedded Chroma
+    vector_writes: Literal["auto", "behind", "direct"] = "auto"  # auto: behind for embedded Chroma + SQLite items
     embed_provider: EmbedProvider = "onnx"  # chosen by bench/bench_embedders.py (docs/bench-embedders.md)
     embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; onnx: none
     embed_base_url: str | None = None
@@ -228,6 +228,10 @@ class Settings:
         if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: with HMEM_EMBED_PROVIDER=e5 use 'original' "
                               "(multilingual, the default) or 'enpt' (English/Portuguese)")
+        if self.vector_writes == "behind" and self.items != "sqlite":
+            raise ConfigError("vector_writes=behind keeps its outbox and its jobs in the data folder's SQLite file, "
+                              "so it needs items = 'sqlite'; with items elsewhere use vector_writes = 'direct' (or "
+                              "'auto', which chooses it)")
         if self.session_ttl_s is not None and self.session_ttl_s <= 0:
             raise ConfigError("HMEM_SESSION_TTL_S must be positive (or unset for no expiry)")
         for name, high in RECALL_WEIGHTS.items():  # before any store is opened

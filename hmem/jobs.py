@@ -1,7 +1,7 @@
 """The background engine: one durable :class:`~hmem.protocols.JobQueue`, one set of
 threads, one retry policy, one ``flush()``, one ``close()`` and one report for all the
 work derived from acknowledged writes (extraction and compaction behind ``add()``,
-sentence keys).
+moves of the vectors written behind, sentence keys).
 
 A write stores its jobs in the queue (SQLite in the data folder, Redis beside the Redis
 stores, in memory for the ``memory`` backends) before it returns, so a crash loses
@@ -109,6 +109,7 @@ class _State:
     submitted: int = 0  # since the last empty take: a lower bound of what waits
     running: dict[str, int] = field(default_factory=dict)  # user -> jobs of this kind running here
     paused: int = 0  # drops in progress: take nothing meanwhile
+    failed_at: float = 0.0  # monotonic time of the latest failed run
     error: str | None = None  # the latest failure, until a run succeeds
 
 
@@ -207,10 +208,18 @@ class JobEngine:
 
     # -- waiting and reporting -----------------------------------------------------------
 
-    def flush(self, timeout: float | None = 60.0, *, kinds: Sequence[str] | None = None) -> bool:
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def flush(self, timeout: float | None = 60.0, *, kinds: Sequence[str] | None = None,
+              until_failing: bool = False) -> bool:
         """Wait until no job (of ``kinds``) waits or runs, quarantined ones aside; False
-        after ``timeout`` (the jobs are kept and run later; the log says why)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
+        after ``timeout`` (the jobs are kept and run later; the log says why).
+        ``until_failing``: give up as soon as every kind left has failed a run since the
+        call began (a backend is down: waiting longer saves nothing; for shutdowns)."""
+        began = time.monotonic()
+        deadline = None if timeout is None else began + timeout
         with self._cond:
             self._flushers += 1
             self._cond.notify_all()
@@ -220,6 +229,11 @@ class JobEngine:
                         if (kinds is None or name in kinds) and (c.waiting or c.running)}
                 if not busy or self._closed:
                     return not busy
+                if until_failing and all(name in self._kinds and self._kinds[name].failed_at >= began
+                                         for name in busy):
+                    log.warning("background jobs left waiting for the next run (their backend refuses): %s",
+                                {n: c.waiting + c.running for n, c in busy.items()})
+                    return False
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     errors = {name: s.error for name, s in self._kinds.items() if s.error}
@@ -274,7 +288,7 @@ class JobEngine:
                 return
             failing = any(state.error for state in self._kinds.values())
         if not failing:
-            self.flush(timeout)
+            self.flush(timeout, until_failing=True)
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -367,7 +381,7 @@ class JobEngine:
 
     def _failed(self, state: _State, jobs: Sequence[Job], exc: Exception) -> None:
         error = f"{type(exc).__name__}: {exc}"
-        state.error = error
+        state.error, state.failed_at = error, time.monotonic()
         outage = is_outage(exc)
         attempts = jobs[0].attempts + 1
         if not outage and attempts >= self.policy.attempts:

@@ -302,10 +302,13 @@ class Memory:
         return self._longterm.forget(user_id, ids, kinds=kinds, session_id=session_id, before=before, all=all)
 
     def forget_user(self, user_id: str) -> dict[str, int]:
-        """Erase everything hmem holds about a user (sessions, summaries, profile, items); counts per tier."""
+        """Erase everything hmem holds about a user (sessions, summaries, profile, items, and
+        background jobs still queued or quarantined: they hold the user's messages); counts
+        per tier."""
         user = check_id(user_id, "user_id")
         self.flush()
-        return transfer.erase_user(self._stores, user)
+        counts = transfer.erase_user(self._stores, user)
+        return {**counts, "jobs": self._engine.drop(user)}
 
     def items(
         self,

@@ -1,10 +1,12 @@
 """Write-behind for a vector index: an upsert is durable when it returns; the index
-catches up in a background thread, in batches, while writes pause.
+catches up in ``vectors`` jobs of the background engine (:mod:`hmem.jobs`), in batches,
+while writes pause.
 
 Why: an upsert into embedded Chroma costs ~5-7 ms, as much as the encode, on every
 ``Memory.add``. Here it writes its rows to an outbox table in hmem's SQLite file (durable
 as the items are) and to an in-memory index; a thread moves them into the wrapped index,
-many per upsert, then deletes them from the outbox. What callers see does not change:
+many per upsert (a job per upsert, the engine takes up to :data:`MAX_PENDING` of a user's
+at once), then deletes them from the outbox. What callers see does not change:
 
 - a query searches the wrapped index *and* the pending vectors, a pending vector replacing
   the index's older one of the same id (metadata too): the next recall finds an add;
@@ -16,37 +18,39 @@ many per upsert, then deletes them from the outbox. What callers see does not ch
   after a restart (cost: the rows left, never all items) and moved then.
 
 If the wrapped index is down (any error but :class:`~hmem.errors.InvalidInput`), rows stay
-in the outbox, queries still find them and the move is retried (backing off to
-:data:`MAX_BACKOFF_S`, a warning in the log); ``flush`` raises
-:class:`~hmem.errors.BackendUnavailable` after its timeout, naming the cause.
+in the outbox, queries still find them and the move is retried with the engine's back-off
+(an outage: never quarantined); ``flush`` raises :class:`~hmem.errors.BackendUnavailable`
+after its timeout, naming the cause.
 
 If it refuses rows themselves (``InvalidInput``: metadata it cannot store …), the batch is
 halved until the refused rows stand alone; each is *set aside* with its error
 (:meth:`~WriteBehindVectorIndex.quarantined`) and the rest move on. A row set aside stays in
 the outbox (a later process tries it once more) and queries still find it; nothing waits
 for it (``flush``, ``close``); deleting its item, or writing its id again, clears it.
-``close`` stops once every row left was refused again since it began: a refusing index
-never holds a shutdown for the flush timeout. One process per outbox, as for embedded
-Chroma, the index it is made for.
+The engine's ``close`` does not wait for an index that is down: a refusing index never
+holds a shutdown. One process per outbox, as for embedded Chroma, the index it is made for.
 
 Example::
 
     >>> from hmem.backends.memory.vectors import MemoryVectorIndex
     >>> from hmem.backends.sqlite.db import SqliteDatabase
-    >>> index = WriteBehindVectorIndex(MemoryVectorIndex(), SqliteDatabase(":memory:"))
+    >>> from hmem.backends.sqlite.jobs import SqliteJobQueue
+    >>> from hmem.jobs import JobEngine
+    >>> db = SqliteDatabase(":memory:")
+    >>> engine = JobEngine(SqliteJobQueue(db), exclusive=True)
+    >>> index = WriteBehindVectorIndex(MemoryVectorIndex(), db, engine)
     >>> index.upsert("u1", ["tea"], [[1.0, 0.0]])
     >>> [hit.id for hit in index.query("u1", [1.0, 0.0], k=1)]  # found before it is moved
     ['tea']
     >>> index.flush(); index.inner.count("u1")
     1
-    >>> index.close()
+    >>> engine.close(); index.close()
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -57,10 +61,11 @@ from hmem.backends._outbox import Guarded, Outbox, Row, SearchableIndex, Stage
 from hmem.backends.memory.vectors import MemoryVectorIndex, check_query, check_query_ids, check_vectors
 from hmem.backends.sqlite.db import SqliteDatabase
 from hmem.errors import BackendUnavailable, ConfigError, InvalidInput
+from hmem.jobs import JobEngine, JobKind
 from hmem.protocols import IndexStamp, ScoredId, StagedVectors
-from hmem.types import check_id
+from hmem.types import Job, JobSpec, check_id
 
-__all__ = ["IDLE_S", "MAX_BACKOFF_S", "MAX_PENDING", "QuarantinedVector", "WriteBehindVectorIndex"]
+__all__ = ["IDLE_S", "KIND", "MAX_PENDING", "QuarantinedVector", "WriteBehindVectorIndex"]
 
 log = logging.getLogger("hmem.backends.write_behind")
 
@@ -69,9 +74,8 @@ log = logging.getLogger("hmem.backends.write_behind")
 #: path, and one upsert of many rows costs far less than one each.
 IDLE_S = 0.1
 MAX_PENDING = 256
-#: The longest wait between two attempts to move a user's rows into an index that refuses.
-MAX_BACKOFF_S = 5.0
-_FIRST_BACKOFF_S = 0.05
+#: The job kind.
+KIND = "vectors"
 _MOVE_BATCH = 4000  # rows per upsert into the wrapped index (below Chroma's batch limit)
 
 
@@ -90,17 +94,18 @@ def _describe(exc: BaseException) -> str:
 
 class WriteBehindVectorIndex:
     """A :class:`~hmem.protocols.VectorIndex` in front of ``inner`` whose upserts return
-    once they are in the outbox table of ``db`` (see the module doc). Rows move once writes
-    pause for ``idle_s`` seconds or once ``max_pending`` wait (:data:`IDLE_S`,
-    :data:`MAX_PENDING`); ``flush_timeout_s``: how long :meth:`flush` (and the calls that
-    flush first) waits for an index that refuses before raising."""
+    once they are in the outbox table of ``db`` (see the module doc); ``engine`` moves them.
+    Rows move once writes pause for ``idle_s`` seconds or once ``max_pending`` upserts wait
+    (:data:`IDLE_S`, :data:`MAX_PENDING`); ``flush_timeout_s``: how long :meth:`flush` (and
+    the calls that flush first) waits for an index that refuses before raising."""
 
-    def __init__(self, inner: SearchableIndex, db: SqliteDatabase, *, idle_s: float = IDLE_S,
+    def __init__(self, inner: SearchableIndex, db: SqliteDatabase, engine: JobEngine, *, idle_s: float = IDLE_S,
                  max_pending: int = MAX_PENDING, flush_timeout_s: float = 30.0) -> None:
         if not (idle_s >= 0 and max_pending >= 1 and flush_timeout_s > 0):
             raise ConfigError(f"WriteBehindVectorIndex needs idle_s >= 0, max_pending >= 1 and flush_timeout_s > 0, "
                               f"got {idle_s!r}, {max_pending!r}, {flush_timeout_s!r}")
         self.inner = inner
+        self._engine = engine
         self._index = cast(SearchableIndex, Guarded(inner))  # every call below goes through it
         self._outbox = Outbox(db)
         self._idle_s = idle_s
@@ -114,16 +119,10 @@ class WriteBehindVectorIndex:
         # the outbox and in ``_pending`` (queries find them), no longer in ``_rows``.
         self._quarantine: dict[str, dict[str, tuple[Row, str]]] = {}
         self._stamps: dict[str, IndexStamp] = {}  # known stamps (the dimension check of upsert)
-        self._retry_at: dict[str, float] = {}
-        self._backoff: dict[str, float] = {}
-        self._refused_at: dict[str, float] = {}  # monotonic time of the user's last refused move
         self._error: str | None = None  # the last refusal of the wrapped index, until a move succeeds
-        self._last_write = 0.0  # monotonic time of the last upsert
-        self._flushers = 0  # callers waiting in flush(): move at once
-        self._draining = False  # a move started: go on until nothing is left
         self._loaded = False
         self._closed = False
-        self._thread: threading.Thread | None = None
+        engine.register(JobKind(KIND, self._move_jobs, batch=max_pending, idle_s=idle_s, urgent_at=max_pending))
 
     def _load_locked(self) -> None:
         """Load the rows a previous process left in the outbox (under the lock, once)."""
@@ -138,7 +137,8 @@ class WriteBehindVectorIndex:
         if left:
             log.info("moving %d vectors left in the outbox by an earlier process into the vector index",
                      sum(len(rows) for rows in left.values()))
-            self._start_locked()
+            # Their jobs may be gone (written after the rows): one per user moves them all.
+            self._engine.submit([JobSpec(KIND, user_id) for user_id in left])
 
     def _add_locked(self, user_id: str, rows: Sequence[tuple[str, Row]]) -> None:
         self._rows.setdefault(user_id, {}).update(rows)
@@ -178,53 +178,30 @@ class WriteBehindVectorIndex:
         """The user's ids that queries answer from ``_pending``: waiting or set aside."""
         return set(self._rows.get(user_id, ())) | set(self._quarantine.get(user_id, ()))
 
-    def _start_locked(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name="hmem-vector-writer", daemon=True)
-            self._thread.start()
-
     def _lock_of(self, user_id: str) -> threading.Lock:
         with self._cond:
             return self._moving.setdefault(user_id, threading.Lock())
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                # Closed (after close() moved what it could): what is left stays in the outbox.
-                user, wait = (None, None) if self._closed else self._next_locked()
-                while user is None:
-                    if self._closed:
-                        return
-                    self._cond.wait(wait)
-                    user, wait = self._next_locked()
-            self._move(user)
+    def _move_jobs(self, jobs: Sequence[Job]) -> None:
+        """The engine's handler: move the waiting rows of the jobs' users (all of them, the
+        ones written since included); an index that is down raises (the engine retries)."""
+        for user_id in dict.fromkeys(job.user_id for job in jobs):
+            while True:
+                with self._cond:
+                    if self._closed or not self._rows.get(user_id):
+                        break
+                down = self._move(user_id)
+                if down is not None:
+                    raise BackendUnavailable(f"the vector index refused the vectors of user {user_id!r} "
+                                             f"({_describe(down)}); they stay in the outbox") from down
 
-    def _next_locked(self) -> tuple[str | None, float | None]:
-        """The user whose rows to move now (the longest-waiting first), else how long to
-        wait: moves start once writes pause for ``idle_s``, once ``max_pending`` rows wait,
-        or at once for a flush, and then go on until nothing is left."""
-        if not self._rows:
-            self._draining = False
-            return None, None
-        now = time.monotonic()
-        if not self._draining:
-            quiet_for = now - self._last_write
-            if not (self._flushers or self._closed or quiet_for >= self._idle_s
-                    or self._count_locked(None) >= self._max_pending):
-                return None, self._idle_s - quiet_for
-            self._draining = True
-        for user in self._rows:
-            if self._retry_at.get(user, 0.0) <= now:
-                self._rows[user] = self._rows.pop(user)  # to the back of the line
-                return user, None
-        return None, max(0.001, min(self._retry_at.get(u, now) for u in self._rows) - now)
-
-    def _move(self, user_id: str) -> None:
+    def _move(self, user_id: str) -> Exception | None:
+        """Move a batch of the user's rows; the error of an index that is down, else None."""
         with self._lock_of(user_id):
             with self._cond:
                 batch = sorted(self._rows.get(user_id, {}).items(), key=lambda kv: kv[1].seq)[: _MOVE_BATCH]
             if not batch:
-                return
+                return None
             moved, refused, down = self._upsert_sorting_out(user_id, batch)
             with self._cond:
                 rows = self._rows.get(user_id, {})
@@ -240,15 +217,15 @@ class WriteBehindVectorIndex:
                         log.exception("could not clear %d moved vectors of user %r from the outbox", len(moved),
                                       user_id)
                     self._forget_locked(user_id, [i for i, r in moved if rows.get(i) is r])
-                    for state in (self._retry_at, self._backoff, self._refused_at):
-                        state.pop(user_id, None)
                     self._error = None
+                else:
+                    self._error = _describe(down)
             for i, _, exc in set_aside:
                 log.warning("the vector index refused the vector of item %r of user %r (%s): it is set aside in the "
                             "outbox (queries still find it; stats, /readyz and the inspector show it); delete the item "
                             "or write it again with metadata the index takes", i, user_id, _describe(exc))
-            if down is not None:  # the moved rows stay pending too: moved again, harmlessly, with the rest
-                self._refused(user_id, len(batch) - len(refused), down)
+            # Down: the moved rows stay pending too, moved again, harmlessly, with the rest.
+            return down
 
     def _upsert_sorting_out(self, user_id: str, batch: list[tuple[str, Row]]
                             ) -> tuple[list[tuple[str, Row]], list[tuple[tuple[str, Row], InvalidInput]], Exception | None]:
@@ -275,20 +252,6 @@ class WriteBehindVectorIndex:
                 return moved, refused, exc
             moved.extend(part)
         return moved, refused, None
-
-    def _refused(self, user_id: str, n: int, exc: Exception) -> None:
-        with self._cond:
-            wait = min(MAX_BACKOFF_S, self._backoff.get(user_id, _FIRST_BACKOFF_S / 2) * 2)
-            first = user_id not in self._backoff
-            self._backoff[user_id] = wait
-            now = time.monotonic()
-            self._retry_at[user_id] = now + wait
-            self._refused_at[user_id] = now
-            self._error = _describe(exc)
-            self._cond.notify_all()
-        if first:
-            log.warning("the vector index refused %d vectors of user %r (%s); they stay in the outbox, are found by "
-                        "queries, and are retried every <= %.0f s", n, user_id, self._error, MAX_BACKOFF_S)
 
     def pending(self, user_id: str | None = None) -> int:
         """How many vectors (of ``user_id``, or of everyone) wait to be moved."""
@@ -317,53 +280,38 @@ class WriteBehindVectorIndex:
 
         Raises :class:`~hmem.errors.BackendUnavailable` after ``timeout`` seconds (default:
         ``flush_timeout_s``) if the index is still down; they stay in the outbox."""
-        self._wait_moved(user_id, timeout, closing=False)
-
-    def _wait_moved(self, user_id: str | None, timeout: float | None, *, closing: bool) -> None:
-        """:meth:`flush`; ``closing``: retry every waiting user at once, and give up as soon
-        as each was refused again (the rows stay in the outbox; waiting longer saves nothing)."""
         limit = self._flush_timeout_s if timeout is None else timeout
-        started = time.monotonic()
-        deadline = started + limit
         with self._cond:
             self._load_locked()
-            if closing:
-                self._retry_at.clear()
-            self._flushers += 1
-            try:
-                while left := self._count_locked(user_id):
-                    self._start_locked()
-                    self._cond.notify_all()
-                    remaining = deadline - time.monotonic()
-                    refused_again = closing and all(self._refused_at.get(u, started - 1) >= started for u in self._rows)
-                    if remaining <= 0 or refused_again:
-                        whose = f" of user {user_id!r}" if user_id is not None else ""
-                        after = "after being refused again" if refused_again else f"after {limit:g} s"
-                        raise BackendUnavailable(
-                            f"{left} vectors{whose} still wait to be written to the vector index {after} "
-                            f"({self._error or 'no answer yet'}); they are kept in the outbox and written once the "
-                            "index takes them: check that Chroma is reachable")
-                    self._cond.wait(remaining)
-            finally:
-                self._flushers -= 1
+            if not self._count_locked(user_id):
+                return
+        self._engine.flush(limit, kinds=[KIND])
+        with self._cond:
+            left = self._count_locked(user_id)
+        if left:
+            whose = f" of user {user_id!r}" if user_id is not None else ""
+            raise BackendUnavailable(
+                f"{left} vectors{whose} still wait to be written to the vector index after {limit:g} s "
+                f"({self._error or 'no answer yet'}); they are kept in the outbox and written once the index "
+                "takes them: check that Chroma is reachable")
+
+    def _waiting_rows(self) -> int:
+        with self._cond:
+            return self._count_locked(None)
 
     def close(self, timeout: float | None = None) -> None:
-        """Move what is pending (waiting up to ``timeout``, and no longer once the index
-        refused every row left again; what is left stays in the outbox for the next
-        process) and stop the thread. Idempotent."""
+        """Move what is pending (up to ``timeout``, and not while the index is down: what is
+        left stays in the outbox for the next process); later calls are refused. Idempotent."""
         with self._cond:
             if self._closed:
                 return
-        try:
-            self._wait_moved(None, timeout, closing=True)
-        except BackendUnavailable as exc:
-            log.warning("closing with vectors not yet in the vector index: %s", exc)
+            failing = self._error is not None
+        if not failing and self._waiting_rows():
+            self._engine.flush(self._flush_timeout_s if timeout is None else timeout, kinds=[KIND],
+                               until_failing=True)
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout=5.0)
 
     def upsert(self, user_id: str, ids: Sequence[str], vectors: Sequence[Sequence[float]],
                metadatas: Sequence[Mapping[str, Any]] | None = None) -> None:
@@ -378,6 +326,8 @@ class WriteBehindVectorIndex:
                                f"(dim {known.dimension})", field="vectors")
         with self._cond:
             self._load_locked()
+            if self._engine.closed:
+                raise BackendUnavailable("the background engine was closed: open the Memory again")
             waiting = self._rows.get(user_id)
             if waiting:
                 have = next(iter(waiting.values())).vector.shape[0]
@@ -391,9 +341,8 @@ class WriteBehindVectorIndex:
                 aside.pop(i, None)
             if not aside:
                 self._quarantine.pop(user_id, None)
-            self._last_write = time.monotonic()
-            self._start_locked()
-            self._cond.notify_all()
+            # Under the lock: a flush that sees these rows also sees their job.
+            self._engine.submit([JobSpec(KIND, user_id)])
 
     def _known_stamp(self, user_id: str) -> IndexStamp | None:
         with self._cond:

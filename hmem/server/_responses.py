@@ -153,6 +153,7 @@ class UserForgotten(_Out):
     sessions: int
     profile_keys: int
     items: int
+    jobs: int = Field(default=0, description="background jobs of the user dropped (queued or quarantined)")
 
 
 class ContextResponse(_Out):

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from chroma_helpers import ChromaServer, chroma_server  # noqa: F401  (fixture)
+from write_behind_helpers import Behind, behind_fixture  # noqa: F401  (fixture)
 
 from hmem.backends.chroma import ChromaVectorIndex, chroma_http_client, chroma_persistent_client, collection_name
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.backends.sqlite.db import SqliteDatabase
-from hmem.backends.write_behind import WriteBehindVectorIndex
 from hmem.protocols import VectorIndex
 from hmem.testing.contracts import VectorIndexContract
 
@@ -60,22 +59,18 @@ class TestWriteBehindPendingVectorIndex(VectorIndexContract):
     a call flushes: queries answer from the merge of both sides."""
 
     @pytest.fixture
-    def index(self, tmp_path: Path) -> Iterator[VectorIndex]:
-        front = WriteBehindVectorIndex(MemoryVectorIndex(), SqliteDatabase(tmp_path / "outbox.sqlite3"),
-                                       idle_s=3600, max_pending=10_000)
-        yield front
-        front.close()
+    def index(self, tmp_path: Path, behind: Behind) -> VectorIndex:
+        return behind(MemoryVectorIndex(), SqliteDatabase(tmp_path / "outbox.sqlite3"), idle_s=3600,
+                      max_pending=10_000)
 
 
 class TestWriteBehindChromaVectorIndex(VectorIndexContract):
     """Write-behind in front of embedded Chroma (the embedded default), moving at once."""
 
     @pytest.fixture
-    def index(self, tmp_path: Path) -> Iterator[VectorIndex]:
-        front = WriteBehindVectorIndex(ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma")),
-                                       SqliteDatabase(tmp_path / "outbox.sqlite3"), idle_s=0)
-        yield front
-        front.close()
+    def index(self, tmp_path: Path, behind: Behind) -> VectorIndex:
+        return behind(ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma")),
+                      SqliteDatabase(tmp_path / "outbox.sqlite3"), idle_s=0)
 
 
 def test_collection_names_are_valid_and_distinct() -> None:

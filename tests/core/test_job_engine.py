@@ -203,3 +203,20 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
     with pytest.raises(InvalidInput):
         engine.submit([JobSpec("k", "u1")])
     assert engine.queue.counts() == {}
+
+
+def test_close_gives_up_once_every_kind_left_fails_and_keeps_the_jobs() -> None:
+    # The backend is down before any run was tried (the kind waits for a pause that never
+    # comes): close tries once, sees the refusal, and does not sit out its timeout.
+    engine = JobEngine(MemoryJobQueue(), policy=RetryPolicy(attempts=3, first_s=0.05, max_s=0.1))
+
+    def down(jobs: Sequence[Job]) -> None:
+        raise BackendUnavailable("Chroma at 127.0.0.1:1 is unreachable")
+
+    engine.register(JobKind("vectors", down, idle_s=3600.0))
+    engine.submit([JobSpec("vectors", "u1")])
+    started = time.monotonic()
+    engine.close(timeout=30.0)
+    assert time.monotonic() - started < 10.0
+    assert engine.queue.counts()["vectors"].waiting == 1  # kept for the next process
+    assert engine.report()["quarantined"] == []  # an outage is no fault of the job

@@ -122,3 +122,33 @@ def test_a_poison_sentence_key_job_is_quarantined_the_rest_is_built_and_delete_c
         assert mem.readiness()["jobs"].detail is None
     finally:
         mem.close()
+
+
+class BrokenFacts:
+    """A fact extractor with a bug: every call raises."""
+
+    def extract(self, messages: object) -> object:
+        raise ValueError("extractor bug")
+
+
+def test_a_failing_background_add_is_quarantined_not_retried_forever_and_forget_user_drops_it(
+        tmp_path: Path) -> None:
+    settings = Settings.from_env({}, data_dir=str(tmp_path / "data"), extraction="background")
+    parts = replace(build_parts(settings), fact_extractor=BrokenFacts())  # type: ignore[arg-type]
+    parts.engine.policy = replace(parts.engine.policy, first_s=0.01, max_s=0.05)
+    mem = Memory(parts)
+    try:
+        mem.add("u1", "s1", [{"role": "user", "content": "I moved to Lisbon last spring.", "id": "m0"}])
+        mem.add("u2", "s1", [{"role": "user", "content": "I moved to Porto last spring.", "id": "m0"}])
+        assert mem.flush(60)  # quarantined jobs hold nothing up
+        [stuck] = mem.stats("u1")["background"]["quarantined"]
+        assert stuck["kind"] == "after_add" and "extractor bug" in stuck["error"]
+        assert stuck["attempts"] == parts.engine.policy.attempts
+        # The turn was archived all the same (a failed extraction never costs the archive).
+        assert {it.source_message_id for it in mem.items("u1", kinds="turn")} == {"m0"}
+        erased = mem.forget_user("u1")
+        assert erased["jobs"] == 1  # the job held u1's message: it goes with the user
+        assert mem.stats("u1")["background"]["quarantined"] == []
+        assert len(mem.stats("u2")["background"]["quarantined"]) == 1  # another user's stays
+    finally:
+        mem.close()

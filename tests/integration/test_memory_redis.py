@@ -136,9 +136,14 @@ def test_second_app_instance_sees_history_summary_and_profile(
         history_a = app_a.history(USER, SESSION)
         assert "intro-q" not in {m.id for m in history_a}, "the first turn should have been compacted away"
 
-        # What is in Redis: every key of the user under <prefix>:{<user>}:, in one Cluster slot.
+        # What is in Redis: every key of the user under <prefix>:{<user>}:, in one Cluster slot;
+        # the background jobs' queue (shared by every user: a take reads all of a kind) in one
+        # slot of its own.
         raw = redis.Redis.from_url(REDIS_URL, decode_responses=True)
-        keys = {str(k) for k in raw.scan_iter(match=f"{prefix}:*", count=1000)}
+        everything = {str(k) for k in raw.scan_iter(match=f"{prefix}:*", count=1000)}
+        queue = {k for k in everything if k.startswith(f"{prefix}:{{:jobs}}:")}
+        assert len({key_slot(k.encode()) for k in queue}) <= 1
+        keys = everything - queue
         tag = f"{prefix}:{{{USER}}}:"
         assert {f"{tag}s:{SESSION}:msgs", f"{tag}s:{SESSION}:meta", f"{tag}sessions", f"{tag}sum:{SESSION}",
                 f"{tag}p:cur"} <= keys

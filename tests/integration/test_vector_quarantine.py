@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 from index_doubles import DownIndex
 from server_fixtures import client, embedder, fast_settings, live_server
+from write_behind_helpers import Behind, behind_fixture  # noqa: F401  (fixture)
 
 from hmem.backends.chroma import ChromaVectorIndex, chroma_persistent_client
 from hmem.backends.sqlite.db import SqliteDatabase
@@ -145,14 +147,14 @@ def test_chroma_is_never_handed_a_record_that_would_wedge_the_collection(tmp_pat
     assert chroma.count("u1") == 2 and [h.id for h in chroma.query("u1", [1.0, 0.0], k=1)] == ["a"]  # ... and reads
 
 
-def test_a_row_the_index_refuses_is_set_aside_and_the_rest_move(tmp_path: Path,
-                                                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_row_the_index_refuses_is_set_aside_and_the_rest_move(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                              behind: Behind) -> None:
     """Real embedded Chroma refuses a metadata key starting with ``#`` (its validation);
     the row sits between two good ones in one move."""
     chroma = ChromaVectorIndex(chroma_persistent_client(tmp_path / "chroma"))
     outbox = tmp_path / "hmem.sqlite3"
     db = SqliteDatabase(outbox)
-    front = WriteBehindVectorIndex(chroma, db, idle_s=3600, flush_timeout_s=1.0)
+    front = behind(chroma, db, idle_s=3600, flush_timeout_s=1.0)
     front.upsert("u1", ["a"], [[1.0, 0.0, 0.0]], [{"kind": "fact"}])
     front.upsert("u1", ["poison"], [[0.0, 1.0, 0.0]], [{"#refused": 1}])
     front.upsert("u1", ["b"], [[0.0, 0.0, 1.0]], [{"kind": "fact"}])
@@ -168,20 +170,20 @@ def test_a_row_the_index_refuses_is_set_aside_and_the_rest_move(tmp_path: Path,
     front.flush()
     assert chroma.count("u1") == 3
     with caplog.at_level(logging.WARNING, logger="hmem.backends.write_behind"):
-        front.close()  # does not wait for the refused row ...
+        behind.close(front)  # does not wait for the refused row ...
     assert not [r for r in caplog.records if "closing with vectors not yet" in r.getMessage()]
     assert _outbox_ids(outbox) == ["poison"]  # ... which is kept for the next process
     db.close()
 
     db = SqliteDatabase(outbox)
-    again = WriteBehindVectorIndex(chroma, db, idle_s=0, flush_timeout_s=1.0)
+    again = behind(chroma, db, idle_s=0, flush_timeout_s=1.0)
     again.flush()  # tried once more, set aside again
     assert [r.item_id for r in again.quarantined("u1")] == ["poison"] and again.quarantined("u2") == []
     again.delete("u1", ["poison"])  # deleting the item clears it
     assert again.quarantined() == [] and _outbox_ids(outbox) == []
     assert [h.id for h in again.query("u1", [0.0, 1.0, 0.0], k=5)] != ["poison"]
     assert chroma.count("u1") == 3
-    again.close()
+    behind.close(again)
     db.close()
 
 
@@ -245,17 +247,37 @@ def test_closing_does_not_wait_for_a_refused_row(tmp_path: Path, caplog: pytest.
     assert _outbox_ids(tmp_path / "hmem.sqlite3") == [poison.id]
 
 
-def test_closing_stops_once_a_down_index_refused_every_row_left_again(tmp_path: Path,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:
-    """Waiting out the flush timeout at close saves nothing when the index refuses again:
-    the rows are in the outbox either way (a close that waited would say "after 120 s")."""
-    db = SqliteDatabase(tmp_path / "hmem.sqlite3")
-    front = WriteBehindVectorIndex(DownIndex(), db, idle_s=3600, flush_timeout_s=120)
+def test_closing_does_not_wait_for_a_down_index(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                behind: Behind) -> None:
+    """Waiting out the flush timeout at close saves nothing when the index refuses: the
+    rows are in the outbox either way. Once a move was refused, the engine and the front
+    close at once (neither waits its 120 s), and the next process moves the rows."""
+    path = tmp_path / "hmem.sqlite3"
+    db = SqliteDatabase(path)
+    inner = DownIndex()
+    front = behind(inner, db, idle_s=0, flush_timeout_s=120)
     front.upsert("u1", ["a"], [[1.0, 0.0]])
     front.upsert("u2", ["b"], [[0.0, 1.0]])
+    engine = behind.engine(front)
+    deadline = time.monotonic() + 10
+    while not engine.report()["kinds"]["vectors"]["error"]:  # a move was tried and refused
+        assert time.monotonic() < deadline, "no move was tried"
+        time.sleep(0.01)
+    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="hmem.backends.write_behind"):
-        front.close()
-    [closing] = [r.getMessage() for r in caplog.records if "closing with vectors not yet" in r.getMessage()]
-    assert "2 vectors still wait" in closing and "after being refused again" in closing
-    assert _outbox_ids(tmp_path / "hmem.sqlite3") == ["a", "b"]
+        behind.close(front, timeout=120)
+    assert time.monotonic() - started < 5
+    assert not [r for r in caplog.records if "closing with vectors not yet" in r.getMessage()]  # no flush tried
+    assert engine.report()["quarantined"] == []  # an outage: never set aside
+    assert _outbox_ids(path) == ["a", "b"]
+    db.close()
+
+    inner.down = False  # the next process moves them
+    db = SqliteDatabase(path)
+    again = behind(inner, db, idle_s=0, flush_timeout_s=10)
+    assert again.pending() == 2
+    again.flush()
+    assert inner.count("u1") == 1 and inner.count("u2") == 1 and again.pending() == 0
+    behind.close(again)
+    assert _outbox_ids(path) == []
     db.close()
