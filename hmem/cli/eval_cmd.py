@@ -53,7 +53,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--k", dest="ks", default="5,10,25,50", type=parse_ks, help="comma-separated ks (default 5,10,25,50)")
     p.add_argument("--configs", default=None, type=parse_configs,
                    help="comma-separated configurations "
-                        "(default: all of bm25,dense,hybrid,hybrid+recency,default,context,answer)")
+                        "(default: all of bm25,dense,hybrid,hybrid+recency,default,context,answer; "
+                        "ablation: default and each ranking stage off in turn, without-<stage>, no-stages)")
     p.add_argument("--limit-conversations", type=positive_int, default=None, metavar="N",
                    help="only the first N conversations")
     p.add_argument("--limit-questions", type=positive_int, default=None, metavar="N",
@@ -121,13 +122,14 @@ def parse_context_k(text: str) -> int:
 
 
 def parse_configs(text: str) -> tuple[str, ...]:
-    from hmem.eval.runner import CONFIG_NAMES
+    from hmem.eval.runner import ABLATIONS, CONFIG_NAMES
 
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [n for n in names if n not in CONFIG_NAMES]
+    unknown = [n for n in names if n not in CONFIG_NAMES and n not in ABLATIONS and n != "ablation"]
     if unknown or not names:
         raise argparse.ArgumentTypeError(
-            f"unknown configuration(s) {unknown or [text]}; choose from {', '.join(CONFIG_NAMES)}"
+            f"unknown configuration(s) {unknown or [text]}; choose from {', '.join(CONFIG_NAMES)}, or ablation "
+            f"(default and {', '.join(ABLATIONS)}: each ranking stage off in turn)"
         )
     return names
 

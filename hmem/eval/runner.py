@@ -49,6 +49,7 @@ from hmem.eval.metrics import DEFAULT_KS, QuestionResult, Report, aggregate
 from hmem.eval.model import EvalConversation, EvalDataset, EvalQuestion, EvalSession, EvalTurn
 from hmem.eval.opener import check_settings, default_opener
 from hmem.longterm.options import RecallOptions
+from hmem.longterm.stages import STAGE_NAMES
 from hmem.types import Hit, Message, ToolCall
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from hmem.protocols import Embedder
 
 __all__ = [
+    "ABLATIONS",
     "ANSWER_BUDGETS",
     "CONFIGS",
     "CONFIG_NAMES",
@@ -92,6 +94,7 @@ class EvalConfig:
     fusion: Literal["rrf", "weighted", "lexical", "dense"] | None = None
     recency_half_life: timedelta | None = None
     importance_weight: float = 0.0
+    stages: tuple[str, ...] | None = None  # the ranking stages recall runs (None: the store's)
 
 
 #: The configurations compared side by side, in report order.
@@ -114,17 +117,30 @@ CONFIGS: Mapping[str, EvalConfig] = {
 }
 CONFIG_NAMES: tuple[str, ...] = tuple(CONFIGS)
 
+#: The ranking-stage ablations (``--configs ablation`` runs ``default`` and all of them):
+#: ``default`` without one stage each, and fusion alone.
+ABLATIONS: Mapping[str, EvalConfig] = {
+    c.name: c
+    for c in (
+        *(EvalConfig(f"without-{name}", "recall", f"default without the {name!r} ranking stage",
+                     stages=tuple(s for s in STAGE_NAMES if s != name)) for name in STAGE_NAMES),
+        EvalConfig("no-stages", "recall", "fusion alone: no ranking stage", stages=()),
+    )
+}
+
 
 def select_configs(names: Iterable[str] | None) -> list[EvalConfig]:
     """The named configurations (default: all), or :class:`InvalidInput` naming the unknown one."""
     if names is None:
         return list(CONFIGS.values())
+    known = {**CONFIGS, **ABLATIONS}
     out: list[EvalConfig] = []
     for name in names:
-        if name not in CONFIGS:
-            raise InvalidInput(f"unknown configuration {name!r}; choose from {', '.join(CONFIG_NAMES)}", field="configs")
-        if CONFIGS[name] not in out:
-            out.append(CONFIGS[name])
+        chosen = [CONFIGS["default"], *ABLATIONS.values()] if name == "ablation" else [known.get(name)]
+        if chosen[0] is None:
+            raise InvalidInput(f"unknown configuration {name!r}; choose from {', '.join(CONFIG_NAMES)}, ablation "
+                               f"(default and {', '.join(ABLATIONS)})", field="configs")
+        out += [c for c in chosen if c is not None and c not in out]
     if not out:
         raise InvalidInput("choose at least one configuration", field="configs")
     return out
@@ -361,7 +377,8 @@ def _retrieve(mem: Memory, cfg: EvalConfig, q: EvalQuestion, want: int) -> list[
     # The single-retriever configurations (fusion "lexical"/"dense") rank with the indexes
     # default recall fuses, so they rank exactly what it sees.
     hits: list[Hit] = mem.recall(user, q.question, depth, RecallOptions(
-        fusion=cfg.fusion, recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight))
+        fusion=cfg.fusion, recency_half_life=cfg.recency_half_life, importance_weight=cfg.importance_weight,
+        stages=cfg.stages))
     return _distinct_turns(h.item.source_message_id for h in hits)
 
 

@@ -145,3 +145,20 @@ def test_summary_json_markdown_and_plot(run: EvalRun, tmp_path: Path) -> None:
     curve = recall_curve(run, "default")
     assert len(curve) == 5 and curve == sorted(curve)  # recall@k never drops as k grows
     assert curve[4] == pytest.approx(100 * run.configs["default"].report.overall.recall[5])
+
+
+def test_the_ablation_runs_default_and_each_stage_off_in_one_run() -> None:
+    from hmem.eval.runner import ABLATIONS, select_configs
+    from hmem.longterm.stages import STAGE_NAMES
+
+    chosen = select_configs(["ablation", "bm25"])
+    assert [c.name for c in chosen] == ["default", *(f"without-{s}" for s in STAGE_NAMES), "no-stages", "bm25"]
+    for name in STAGE_NAMES:
+        assert name not in (ABLATIONS[f"without-{name}"].stages or ()) and len(ABLATIONS[f"without-{name}"].stages
+                                                                                or ()) == len(STAGE_NAMES) - 1
+    run = run_eval(DATASET, open_memory=open_memory, configs=["ablation"], ks=(1, 3, 5), progress=False)
+    assert list(run.configs) == [c.name for c in chosen[:-1]]
+    for name, result in run.configs.items():  # every variant answers every question from the same store
+        assert result.report.overall.n == 5, name
+    with pytest.raises(InvalidInput, match="ablation"):
+        select_configs(["without-nothing"])

@@ -6,6 +6,7 @@ and deleting its item clears it."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -152,3 +153,26 @@ def test_a_failing_background_add_is_quarantined_not_retried_forever_and_forget_
         assert len(mem.stats("u2")["background"]["quarantined"]) == 1  # another user's stays
     finally:
         mem.close()
+
+
+def test_the_inspector_and_readyz_show_a_quarantined_job_and_the_api_forgets_it(tmp_path: Path) -> None:
+    from server_fixtures import client, embedder, fast_settings, live_server
+
+    settings = fast_settings(tmp_path, extraction="background")
+    parts = replace(build_parts(settings, embedder=embedder()), fact_extractor=BrokenFacts())  # type: ignore[arg-type]
+    parts.engine.policy = replace(parts.engine.policy, first_s=0.01, max_s=0.05)
+    with live_server(settings, memory=Memory(parts)) as (url, mem):
+        mem.add("carol", "s1", [{"role": "user", "content": "I moved to Lisbon last spring.", "id": "m0"}])
+        assert mem.flush(60)
+        with client(url) as http:
+            page = http.get("/ui/users/carol")
+            assert page.status_code == 200
+            section = re.search(r'<section id="jobs-quarantined">(.*?)</section>', page.text, re.S)
+            assert section, page.text[:2000]
+            assert "after_add" in section.group(1) and "extractor bug" in section.group(1)
+            detail = http.get("/readyz").json()["backends"]["jobs"]["detail"]
+            assert "quarantined" in detail and "after_add 1" in detail and "carol" not in detail
+            gone = http.delete("/v1/users/carol")
+            assert gone.status_code == 200 and gone.json()["jobs"] == 1, gone.text
+            assert 'id="jobs-quarantined"' not in http.get("/ui/users/carol").text
+            assert http.get("/readyz").json()["backends"]["jobs"]["detail"] is None

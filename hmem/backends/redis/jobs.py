@@ -77,6 +77,14 @@ local function jkey(id) return B .. ':j:' .. id end
 local function kukey(ek, eu) return B .. ':ku:' .. ek .. ':' .. eu end
 local function kkkey(ek, eu) return B .. ':kk:' .. ek .. ':' .. eu end
 local SEP = '\031'  -- ids and keys hold no control characters
+local function running_users(lz, now)  -- users with a job of the kind leased past now
+  local users = {}
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', lz, '(' .. now, '+inf')) do
+    local eu = redis.call('HGET', jkey(id), 'eu')
+    if eu then users[eu] = true end
+  end
+  return users
+end
 local function refresh_head(ek, eu)
   local first = redis.call('ZRANGE', kukey(ek, eu), 0, 0, 'WITHSCORES')
   if #first == 0 then redis.call('ZREM', B .. ':h:' .. ek, eu)
@@ -141,11 +149,7 @@ return stored
 _TAKE = _COMMON + """
 local ek, now, lease, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local lz, hz = B .. ':l:' .. ek, B .. ':h:' .. ek
-local blocked = {}  -- users with a job of the kind running
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', lz, '(' .. ARGV[2], '+inf')) do
-  local eu = redis.call('HGET', jkey(id), 'eu')
-  if eu then blocked[eu] = true end
-end
+local blocked = running_users(lz, ARGV[2])
 local chosen, start = {}, 0
 while #chosen < limit do
   local heads = redis.call('ZRANGE', hz, start, start + 99)
@@ -318,11 +322,7 @@ return out
 _NEXT_DUE = _COMMON + """
 local ek, now = ARGV[1], tonumber(ARGV[2])
 local hz, lz = B .. ':h:' .. ek, B .. ':l:' .. ek
-local blocked = {}  -- users with a job of the kind running
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', lz, '(' .. ARGV[2], '+inf')) do
-  local eu = redis.call('HGET', jkey(id), 'eu')
-  if eu then blocked[eu] = true end
-end
+local blocked = running_users(lz, ARGV[2])
 local best = false
 for _, eu in ipairs(redis.call('ZRANGE', hz, 0, -1)) do
   if not blocked[eu] then
