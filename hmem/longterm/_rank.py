@@ -196,6 +196,10 @@ def demote_questions(pool: Sequence[str], scored: Scored, share_of: Mapping[str,
 #: At most this many rare words count towards :func:`specificity`: a long turn is not
 #: more specific for being long.
 SPECIFIC_TERMS = 3
+#: ... counted per this many index terms of the text (about a two-sentence chat turn): a
+#: 600-word reply holds a few rare words by chance, a short statement only when it names
+#: something.
+SPECIFIC_SPAN = 20
 
 
 def specificity(terms: Mapping[str, int], documents: int, asked: Collection[str], share: float) -> float:
@@ -211,10 +215,17 @@ def specificity(terms: Mapping[str, int], documents: int, asked: Collection[str]
     0.6666666666666666
     >>> specificity({"inspir": 30, "book": 40}, 500, {"book"}, 0.008)
     0.0
+
+    A long text's rare words count per :data:`SPECIFIC_SPAN` terms (three rare words in
+    a reply of 120 terms weigh half a rare word):
+
+    >>> specificity({"rothfuss": 1, "wind": 2, "quill": 1, **{f"w{i}": 60 for i in range(117)}}, 500, set(), 0.008)
+    0.16666666666666666
     """
     limit = share * documents
     rare = sum(1 for term, held in terms.items() if 0 < held <= limit and term not in asked)
-    return min(rare, SPECIFIC_TERMS) / SPECIFIC_TERMS
+    per_span = rare / max(1.0, len(terms) / SPECIFIC_SPAN)
+    return min(per_span, SPECIFIC_TERMS) / SPECIFIC_TERMS
 
 
 def promote_specific(pool: Sequence[str], scored: Scored, specificity_of: Mapping[str, float],

@@ -14,7 +14,7 @@ from hmem.backends.memory.items import MemoryItemStore
 from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.errors import ConfigError
-from hmem.longterm._rank import SPECIFIC_TERMS, promote_specific, specificity
+from hmem.longterm._rank import SPECIFIC_SPAN, SPECIFIC_TERMS, promote_specific, specificity
 from hmem.longterm.store import LongTermStore
 from hmem.longterm.types import LongTermConfig
 from tests.core.test_time_boost import SameVector
@@ -150,3 +150,20 @@ def test_the_setting_reaches_recall_and_bad_values_are_refused_before_anything_i
         with pytest.raises(ConfigError, match=r"^specific_weight="):
             Memory.open(tmp_path / "bad", vectors="memory", embedder=SameVector(), specific_weight=bad)
         assert not (tmp_path / "bad").exists()
+
+
+def test_a_long_reply_is_judged_by_its_rare_words_per_span_not_by_their_number() -> None:
+    # A user's short statement naming a thing, and an assistant's long reply that holds
+    # three rare words by chance among many common ones (the shape of user<->assistant chats).
+    statement = {"rothfuss": 1, "read": 400, "book": 400}
+    reply = {"lapsang": 1, "souchong": 1, "quill": 1, **{f"common{i}": 80 for i in range(6 * SPECIFIC_SPAN - 3)}}
+    assert specificity(statement, 5000, set(), 0.008) == pytest.approx(1 / SPECIFIC_TERMS)
+    assert specificity(reply, 5000, set(), 0.008) == pytest.approx(0.5 / SPECIFIC_TERMS)  # 3 rare per 6 spans
+    scored = {"statement": (0.50, {}), "reply": (0.52, {})}
+    order = promote_specific(["reply", "statement"], scored,
+                             {"statement": specificity(statement, 5000, set(), 0.008),
+                              "reply": specificity(reply, 5000, set(), 0.008)}, 0.3)
+    assert order == ["statement", "reply"]  # before: the reply's 3 rare words took the full boost
+    # Up to one span a text is judged as before: a short turn with three rare words is fully specific.
+    short = {"rothfuss": 1, "kvothe": 1, "tarbean": 2, **{f"w{i}": 90 for i in range(SPECIFIC_SPAN - 3)}}
+    assert specificity(short, 5000, set(), 0.008) == 1.0
