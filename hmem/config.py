@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import math
 import os
 import tomllib
@@ -312,7 +313,7 @@ class Settings:
             raise ConfigError(
                 f"{', '.join(tuning)}: not an environment setting (only storage, models, keys and the server "
                 f"are; docs/configuration.md). Put it in the [hmem] table of a TOML file named by HMEM_CONFIG "
-                f"({example} = {env[tuning[0]]!r}), or pass {example}=... to Memory.open / --set, and unset "
+                f"({example} = {_toml_value(env[tuning[0]])}), or pass {example}=... to Memory.open / --set, and unset "
                 f"the variable")
         for name in ENV_SETTINGS:
             if (raw := env.get(f"{ENV_PREFIX}{name.upper()}")) is not None:
@@ -347,6 +348,22 @@ def secrets_in_env(env: Mapping[str, str] | None = None, *, names: Iterable[str]
 def _keys_in(entries: Iterable[str]) -> set[str]:
     """The entries of ``HMEM_API_KEYS`` (``KEY`` or ``KEY:USER``) whole and their keys."""
     return {part.strip() for entry in entries for part in (entry, entry.partition(":")[0])}
+
+
+def _toml_value(raw: str) -> str:
+    """``raw`` (an environment string) as it would be written in the TOML file.
+
+    >>> _toml_value("40"), _toml_value("0.5"), _toml_value("true"), _toml_value("memory")
+    ('40', '0.5', 'true', '"memory"')
+    """
+    text = raw.strip()
+    if text.lower() in ("true", "false"):
+        return text.lower()
+    try:
+        float(text)
+    except ValueError:
+        return json.dumps(raw)  # a TOML basic string is a JSON string
+    return text
 
 
 def _read_file(path: Path) -> dict[str, Any]:
