@@ -156,7 +156,8 @@ def find_items(
 def embedder_info(stores: UserStores, user_id: str) -> dict[str, Any]:
     """The embedder in use (``fallback``: why it stands in for the configured one, or
     None), what the user's vectors were made with (None: no vectors yet) and, when that
-    is another model, ``reindex``: the command that re-embeds them (else None)."""
+    is another model, ``reindex``: the command that re-embeds them (else None); ``pending``:
+    for a store kept on the default before e5, the reindex that moves it (else None)."""
     lt = stores.longterm
     try:
         lt.check_vectors(user_id)  # the check recall makes: what it would refuse, with the command
@@ -171,6 +172,8 @@ def embedder_info(stores: UserStores, user_id: str) -> dict[str, Any]:
             "embedder": stamp.embedder, "dimension": stamp.dimension, "matches": fix is None,
         },
         "reindex": fix,
+        # a store kept on an earlier default model (HMEM_EMBED_PROVIDER=auto): the move it waits for
+        "pending": getattr(lt.embedder, "pending", None),
     }
 
 

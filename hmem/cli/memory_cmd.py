@@ -256,6 +256,8 @@ def _render_embedder(console: Console, emb: dict[str, Any]) -> None:
     console.print(text(f"Embedder: {emb['model']}"))
     if emb["fallback"]:
         console.print(text(f"  fallback: {emb['fallback']}", "bold yellow"))
+    if emb.get("pending"):
+        console.print(text(f"  reindex pending: {emb['pending']}", "yellow"))
     vecs = emb["vectors"]
     if vecs is not None and emb["reindex"]:
         made = vecs["embedder"] or "an unrecorded embedder"

