@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
     boosts_read_items,
@@ -100,7 +101,9 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     if two == "rrf":
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
-        fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
+        # BM25 counts as much as its best match covers the question (fz.query_coverage).
+        coverage = _coverage(ports.lexical, user_id, query, lexical)
+        fused = fusion_weighted(lexical, dense, config.lexical_weight * coverage, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
                       fusion=two, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
                       embedder=ports.embedder, fused=fused, half_life=options.half_life,
@@ -114,6 +117,15 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     shown = valid.first(ranking.order, k)
     return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
                    rounds=rounds_of(shown, ranking.heads, ranking.kept))
+
+
+def _coverage(index: LexicalIndex, user_id: str, query: str, lexical: Sequence[ScoredId]) -> float:
+    """How much of ``query`` (as written: expansions add words, not evidence) the best
+    BM25 candidate covers (:func:`hmem.longterm.fusion.query_coverage`)."""
+    if not lexical:
+        return 0.0
+    stats = index.term_stats(user_id, [query])
+    return fz.query_coverage(max(h.score for h in lexical), stats.terms[0], stats.documents)
 
 
 def _one_retriever(
