@@ -2,7 +2,7 @@
 fresh embedded store, ``warm_up()``, one add and one recall; wall time to ready and peak
 RSS. Each embedder runs in its own child process (RSS is per process).
 
-    .venv/bin/python bench/bench_footprint.py                       # onnx and sentence-transformers
+    .venv/bin/python bench/bench_footprint.py                       # auto (e5), onnx and sentence-transformers
     .venv/bin/python bench/bench_footprint.py --providers onnx e5
 """
 
@@ -35,7 +35,7 @@ def child(provider: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--providers", nargs="+", default=["onnx", "sentence-transformers"])
+    ap.add_argument("--providers", nargs="+", default=["auto", "onnx", "sentence-transformers"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

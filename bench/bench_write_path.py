@@ -95,8 +95,13 @@ def filler(user: str, n: int) -> list[Message]:
 
 
 def make_model(name: str) -> Embedder:
-    """The embedder measured: ``minilm`` (sentence-transformers on torch) or ``onnx`` (the
-    same model as int8 ONNX, ``HMEM_EMBED_PROVIDER=onnx``)."""
+    """The embedder measured: ``e5`` (multilingual-e5-small on onnxruntime, the default
+    since #34), ``minilm`` (sentence-transformers on torch) or ``onnx`` (the same MiniLM as
+    int8 ONNX, ``HMEM_EMBED_PROVIDER=onnx``)."""
+    if name == "e5":
+        from hmem.providers.e5 import E5Embedder
+
+        return E5Embedder()
     if name == "onnx":
         from hmem.providers.onnx import OnnxMiniLMEmbedder
 
@@ -264,8 +269,9 @@ def main() -> int:
                     help="more server environment settings (storage, models, keys: hmem.config.ENV_SETTINGS)")
     ap.add_argument("--serve-set", nargs="*", default=[], metavar="NAME=V",
                     help="more server tuning settings (e.g. buffer_tokens=3000), in the server's HMEM_CONFIG file")
-    ap.add_argument("--embedder", choices=["minilm", "onnx"], default="onnx",
-                    help="the model of the embedded part (floor and add; cold start): torch MiniLM or its int8 ONNX")
+    ap.add_argument("--embedder", choices=["e5", "minilm", "onnx"], default="e5",
+                    help="the model of the embedded part (floor and add; cold start): multilingual e5 (the default), "
+                         "torch MiniLM or its int8 ONNX")
     ap.add_argument("--cold-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--warm", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -284,7 +290,8 @@ def main() -> int:
         print(f"\n### Memory.add of one turn vs one encode call ({len(adds)} turns of data/, embedded default)\n")
         print("| measure | p50 ms | p95 ms | × floor p50 |")
         print("|---|---|---|---|")
-        model_name = "MiniLM int8 ONNX" if args.embedder == "onnx" else "MiniLM, torch"
+        model_name = {"e5": "multilingual-e5-small, onnxruntime", "onnx": "MiniLM int8 ONNX"}.get(args.embedder,
+                                                                                                  "MiniLM, torch")
         print(f"| floor: one encode call of the turn ({model_name}, CPU) | {ms(f50)} | {ms(pct(floor, 95))} | 1.00 |")
         print(f"| Memory.add of the turn | {ms(a50)} | {ms(pct(adds, 95))} | {a50 / f50:.2f} |")
         print(f"\nmodel calls per add: mean {statistics.mean(calls):.2f}, max {max(calls)}, "
