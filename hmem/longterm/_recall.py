@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
     boosts_read_items,
@@ -88,7 +87,6 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         dense = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
     expanded = expand_query(query)
-    synonyms_only = expanded
     if config.cross_lingual:
         expanded = _with_translations(ports.lexical, user_id, expanded)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
@@ -102,11 +100,7 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     if two == "rrf":
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
-        # BM25 counts as much as its best match covers the question (fz.query_coverage).
-        # A translated question's words missing from the archive are missing because of the
-        # language, which the translations cover: they do not count against BM25 then.
-        coverage = _coverage(ports.lexical, user_id, query, lexical, absent_count=expanded == synonyms_only)
-        fused = fusion_weighted(lexical, dense, config.lexical_weight * coverage, config.dense_weight)
+        fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
                       fusion=two, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
                       embedder=ports.embedder, fused=fused, half_life=options.half_life,
@@ -120,18 +114,6 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     shown = valid.first(ranking.order, k)
     return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
                    rounds=rounds_of(shown, ranking.heads, ranking.kept))
-
-
-def _coverage(index: LexicalIndex, user_id: str, query: str, lexical: Sequence[ScoredId], *,
-              absent_count: bool) -> float:
-    """How much of ``query`` (as written: expansions add words, not evidence) the best
-    BM25 candidate covers (:func:`hmem.longterm.fusion.query_coverage`); ``absent_count``:
-    whether the question's words no document holds count against it."""
-    if not lexical:
-        return 0.0
-    stats = index.term_stats(user_id, [query])
-    held = stats.terms[0] if absent_count else {t: n for t, n in stats.terms[0].items() if n}
-    return fz.query_coverage(max(h.score for h in lexical), held, stats.documents)
 
 
 def _one_retriever(
