@@ -22,6 +22,7 @@ from hmem.longterm import fusion as fz
 from hmem.longterm.dates import mentions_period
 from hmem.longterm.index_text import sentences
 from hmem.protocols import ScoredId
+from hmem.session.extractive import FIRST_PERSON
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
@@ -164,19 +165,26 @@ def session_support(
 
 
 def question_share(text: str) -> float:
-    """The share of ``text``'s sentences that are questions (end in ``?`` or ``？``).
+    """The share of ``text``'s sentences that are questions (end in ``?`` or ``？``) about
+    someone other than the speaker.
 
     A turn that asks ("How did the kids like it?") says little that answers a later
     question about its topic: the answer is the next turn, whose BM25 key already holds
-    the question (:mod:`hmem.longterm.index_text`).
+    the question (:mod:`hmem.longterm.index_text`). A question in the first person ("how
+    do I turn the scale red below 92%, our SLA?") is how a user tells an assistant about
+    themselves: it counts as a statement. (In the assistant-shaped dev chats a third of
+    the evidence turns ask something; in LoCoMo's, questions about the other speaker are
+    the ones evidence avoids: docs/bench-ablation.md.)
 
     >>> question_share("Wow, Mel! How'd they like it?"), question_share("We went camping."), question_share("")
     (0.5, 0.0, 0.0)
+    >>> question_share("Can I swap the oat milk in my flat white?")
+    0.0
     """
     said = sentences(text)
     if not said:
         return 0.0
-    return sum(1 for s in said if "?" in s[-3:] or "\uff1f" in s[-3:]) / len(said)
+    return sum(1 for s in said if ("?" in s[-3:] or "\uff1f" in s[-3:]) and not FIRST_PERSON.search(s)) / len(said)
 
 
 def demote_questions(pool: Sequence[str], scored: Scored, share_of: Mapping[str, float], weight: float) -> list[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from hmem.longterm import fusion as fz
 from hmem.longterm._args import dense_where
 from hmem.longterm._rank import (
     boosts_read_items,
@@ -34,7 +35,13 @@ from hmem.longterm._rank import (
     fusion_weighted,
     to_hits,
 )
-from hmem.longterm.crosslingual import CHINESE_PROBE, cc_cedict, cross_lingual_terms, holds_chinese
+from hmem.longterm.crosslingual import (
+    CHINESE_PROBE,
+    cc_cedict,
+    cross_lingual_terms,
+    holds_chinese,
+    translated_words,
+)
 from hmem.longterm.feedback import rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS
 from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
@@ -86,9 +93,9 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     if ports.keys is not None:
         dense = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
-    expanded = expand_query(query)
+    expanded = synonyms = expand_query(query)
     if config.cross_lingual:
-        expanded = _with_translations(ports.lexical, user_id, expanded)
+        expanded = _with_translations(ports.lexical, user_id, synonyms)
     lexical_query = expanded if len(expanded) <= MAX_INDEX_CHARS else query
     lexical = ports.lexical.search(user_id, lexical_query, depth, allowed_ids=allowed)
     eager = boosts_read_items(options.half_life, options.importance_weight, period=None, time_weight=0.0)
@@ -100,7 +107,10 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     if two == "rrf":
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
-        fused = fusion_weighted(lexical, dense, config.lexical_weight, config.dense_weight)
+        # BM25 counts as much as its best match covers the question (fz.query_coverage).
+        coverage = _coverage(ports.lexical, user_id, query, lexical, translated=lexical_query == expanded != synonyms) \
+            if config.lexical_coverage else 1.0
+        fused = fusion_weighted(lexical, dense, config.lexical_weight * coverage, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,
                       fusion=two, rrf_k=config.rrf_k, allowed=allowed, candidates=valid, lexical=ports.lexical,
                       embedder=ports.embedder, fused=fused, half_life=options.half_life,
@@ -114,6 +124,27 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     shown = valid.first(ranking.order, k)
     return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
                    rounds=rounds_of(shown, ranking.heads, ranking.kept))
+
+
+def _coverage(index: LexicalIndex, user_id: str, query: str, lexical: Sequence[ScoredId], *,
+              translated: bool) -> float:
+    """How much of ``query`` (as written: expansions add words, not evidence) the best
+    BM25 candidate covers (:func:`hmem.longterm.fusion.query_coverage`).
+
+    When the BM25 query carried translations (``translated``), a question word the archive
+    lacks while it holds the word's translation is missing because of the language, not
+    because it was never said: it does not count against the coverage (the translation
+    is what BM25 matched)."""
+    if not lexical:
+        return 0.0
+    bridges = translated_words(query, dictionary) if translated and (dictionary := cc_cedict()) else []
+    stats = index.term_stats(user_id, [query, *(w for w, _ in bridges), *(" ".join(t) for _, t in bridges)])
+    terms = dict(stats.terms[0])
+    for own, other in zip(stats.terms[1 : 1 + len(bridges)], stats.terms[1 + len(bridges) :], strict=True):
+        if any(other.values()):  # the translation is there: the word's absent terms do not count
+            for term in [t for t, held in own.items() if not held]:
+                terms.pop(term, None)
+    return fz.query_coverage(max(h.score for h in lexical), terms, stats.documents)
 
 
 def _one_retriever(

@@ -37,7 +37,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CHINESE_PROBE", "BilingualDictionary", "cc_cedict", "cross_lingual_terms", "holds_chinese"]
+__all__ = ["CHINESE_PROBE", "BilingualDictionary", "cc_cedict", "cross_lingual_terms", "holds_chinese",
+           "translated_words"]
 
 log = logging.getLogger("hmem.longterm.crosslingual")
 
@@ -130,6 +131,24 @@ def cross_lingual_terms(query: str, dictionary: BilingualDictionary) -> list[str
         found.extend(dictionary.to_chinese.get(word, ()))
     held = set(words)  # a Chinese term counts as held inside any run
     return [t for t in dict.fromkeys(found) if t not in (query if _HAN_RUN.match(t) else held)]
+
+
+def translated_words(query: str, dictionary: BilingualDictionary) -> list[tuple[str, list[str]]]:
+    """Each word of ``query`` the dictionary translates, with its translations: Chinese
+    words of its Han runs (longest match first) and English words (as
+    :func:`cross_lingual_terms` picks them), in order, each once.
+
+    Recall reads it to tell a question word the archive lacks *because of the language*
+    (its translation is there) from one it lacks because it was never said.
+    """
+    words = [w for run in _HAN_RUN.findall(query) for w in _dictionary_words(run, dictionary)]
+    words += [w for w in _LATIN_WORD.findall(query.lower()) if w in dictionary.to_chinese]
+    out: list[tuple[str, list[str]]] = []
+    for word in dict.fromkeys(words):
+        found = dictionary.to_english[word] if word in dictionary.to_english else dictionary.to_chinese[word]
+        if found:
+            out.append((word, list(found)))
+    return out
 
 
 def holds_chinese(text: str) -> bool:

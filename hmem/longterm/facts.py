@@ -45,7 +45,7 @@ from hmem.longterm.index_text import SAID_KEY
 from hmem.longterm.supersede import CLAIM_KEY
 from hmem.profile.statements import Statement, covered, third_person, user_claims
 from hmem.protocols import LLM
-from hmem.session.extractive import score_sentence
+from hmem.session.extractive import FIRST_PERSON, score_sentence
 from hmem.types import Message, Usage, coerce_messages
 
 __all__ = ["SAID_KEY", "ExtractionResult", "FactCandidate", "FactReport", "LLMFactExtractor", "OfflineFactExtractor",
@@ -148,7 +148,7 @@ class OfflineFactExtractor:
         if len(s) < 4 or _QUESTION.search(s):
             return None
         score = score_sentence(s, role="user")
-        if about_user and not _FIRST_PERSON_WORD.search(s):
+        if about_user and not FIRST_PERSON.search(s):
             score += 1.5  # a clause whose subject ("I", 我) was left out: what the scorer gives the subject
         if about_user and score >= 2.0:
             importance = 0.6
@@ -160,7 +160,6 @@ class OfflineFactExtractor:
         return kind, s, importance
 
 
-_FIRST_PERSON_WORD = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|me|mine|myself|we|our|us)\b|我", re.IGNORECASE)
 
 
 def resolve_fact(text: str, subject: str | None, said_on: date | None, *, name_bare: bool = True) -> str:
@@ -169,7 +168,7 @@ def resolve_fact(text: str, subject: str | None, said_on: date | None, *, name_b
     (:func:`~hmem.longterm.dates.annotate_dates`). ``name_bare``: also name the speaker
     in front of a clause that has no subject ("…, living in Dubai"); off for an LLM's
     facts, which already name their subject."""
-    if name_bare or _FIRST_PERSON_WORD.search(text):
+    if name_bare or FIRST_PERSON.search(text):
         text = third_person(text, subject)
     return text if said_on is None else annotate_dates(text, said_on)
 

@@ -3,6 +3,9 @@
 * :func:`rrf` — reciprocal rank fusion, ``sum 1 / (k + rank)`` with k = 60.
 * :func:`weighted` — min-max normalise each retriever's scores to [0, 1] over its
   own candidates, then a weighted sum (a missing retriever contributes 0).
+* :func:`query_coverage` — how much of the question the best BM25 match covers, 0 to 1:
+  recall weighs BM25 by it, so a question whose words the archive does not hold (a
+  paraphrase, another register) leans on dense retrieval instead of on chance matches.
 * :func:`recency_factor` — ``0.5 ** (age / half_life)``: 1 for a new item, 0.5 at one
   half-life. Multiplies the fused score.
 * :func:`importance_factor` — ``1 + weight * importance``. Multiplies too, so the
@@ -23,7 +26,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["RRF_K", "importance_factor", "min_max", "mmr", "recency_factor", "rrf", "weighted"]
+__all__ = ["RRF_K", "importance_factor", "min_max", "mmr", "query_coverage", "recency_factor", "rrf", "weighted"]
 
 RRF_K = 60
 
@@ -57,6 +60,26 @@ def weighted(scores: Mapping[str, Mapping[str, float]], weights: Mapping[str, fl
         for doc_id, value in min_max(per_id).items():
             out[doc_id] = out.get(doc_id, 0.0) + w * value
     return out
+
+
+def query_coverage(top_score: float, doc_freqs: Mapping[str, int], documents: int) -> float:
+    """How much of a question the best BM25 match covers, 0 to 1: its score over the score
+    of a text of average length holding each of the question's terms once (the sum of
+    their idfs; a term no document holds counts in full — nothing can match it).
+
+    Min-max fusion gives the best BM25 match of *any* question full marks. When the
+    archive holds the question's words, that match is evidence; when it holds none of the
+    telling ones, the best match shares a common word by chance, and the coverage says so.
+
+    >>> query_coverage(8.1, {"gerald": 1, "tortoise": 2}, 100)   # both words found together
+    1.0
+    >>> round(query_coverage(0.9, {"parents": 0, "city": 0, "live": 30}, 100), 2)  # a paraphrase
+    0.08
+    """
+    full = sum(max(math.log((documents - held + 0.5) / (held + 0.5)), 0.0) for held in doc_freqs.values())
+    if documents <= 0 or full <= 0:
+        return 1.0  # no question word is rare enough to tell (a tiny archive): no evidence either way
+    return min(1.0, max(top_score, 0.0) / full)
 
 
 def recency_factor(age_seconds: float, half_life_seconds: float) -> float:

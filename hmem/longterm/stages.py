@@ -7,10 +7,10 @@ call asks); then each stage of :attr:`LongTermConfig.stages
 
 ==============  =========================================================================
 ``time``        items said in a period the question names, or about it, score more
-``feedback``    a second BM25 round with the top hits' own words (pseudo-relevance feedback)
+``feedback``    a second BM25 round with the top hits' own words (off by default)
 ``session``     a hit gains from the best other hit of its sitting
 ``question``    a turn that asks scores down (the answer is the next turn)
-``specific``    a hit holding words rare in the user's archive scores up
+``specific``    a hit holding words rare in the user's archive scores up (off by default)
 ``superseded``  a fact a newer version replaced scores down
 ``mmr``         diversity (only when a call passes ``mmr_lambda``)
 ==============  =========================================================================
@@ -24,6 +24,8 @@ The pure scoring rules they apply live in :mod:`hmem.longterm._rank` and
 Example::
 
     >>> [s.name for s in default_stages()]
+    ['time', 'session', 'question', 'superseded']
+    >>> [s.name for s in default_stages(feedback=Feedback(rounds=2), specific=SpecificAnswers(0.3))]
     ['time', 'feedback', 'session', 'question', 'specific', 'superseded']
     >>> [s.name for s in default_stages(only=("session", "superseded"))]
     ['session', 'superseded']
@@ -335,13 +337,13 @@ def check_stage_names(names: object, what: str = "recall_stages") -> tuple[str, 
 
 
 def default_stages(
-    *, only: Iterable[str] | None = None, time: TimeBoost = TimeBoost(), feedback: Feedback = Feedback(),
+    *, only: Iterable[str] | None = None, time: TimeBoost = TimeBoost(), feedback: Feedback = Feedback(rounds=1),
     session: SessionSupport = SessionSupport(), question: QuestionDemotion = QuestionDemotion(),
-    specific: SpecificAnswers = SpecificAnswers(), superseded: SupersededDemotion = SupersededDemotion(),
+    specific: SpecificAnswers = SpecificAnswers(weight=0.0), superseded: SupersededDemotion = SupersededDemotion(),
 ) -> tuple[RankStage, ...]:
     """The stages recall runs, in order: the one place that lists them. A stage whose
-    weight turns it off (0; ``superseded`` 1; ``feedback`` one round) is left out, and
-    so is one not named in ``only`` (when given)."""
+    weight turns it off (0; ``superseded`` 1; ``feedback`` one round: the defaults of
+    ``feedback`` and ``specific``) is left out, and so is one not named in ``only``."""
     chosen = None if only is None else set(check_stage_names(tuple(only)))
     stages: tuple[tuple[RankStage, bool], ...] = (
         (time, bool(time.weight)),

@@ -68,7 +68,10 @@ class LongTermConfig:
 
     Candidates: ``candidates`` hits from each retriever (``max(candidates, 3k)``) are fused
     (``fusion``: ``"weighted"`` min-max with ``lexical_weight`` : ``dense_weight``, which
-    keeps *how much* better the top match is; or ``"rrf"`` with ``rrf_k``);
+    keeps *how much* better the top match is; or ``"rrf"`` with ``rrf_k``). With
+    ``lexical_coverage`` (the default) the weighted fusion scales BM25's weight by how much
+    of the question its best match covers (:func:`~hmem.longterm.fusion.query_coverage`):
+    a paraphrase leans on dense retrieval instead of on chance matches of common words;
     ``cross_lingual`` adds dictionary translations of the question's words to the BM25
     query (:mod:`hmem.longterm.crosslingual`). The stages then re-rank the best
     ``max(rerank_depth, k)``; neither depth depends on ``k`` up to ``rerank_depth``, so the
@@ -82,6 +85,9 @@ class LongTermConfig:
     (:class:`~hmem.longterm.stages.QuestionDemotion`), ``specific_weight`` and
     ``specific_share`` (:class:`~hmem.longterm.stages.SpecificAnswers`),
     ``superseded_weight`` (1 = off; :class:`~hmem.longterm.stages.SupersededDemotion`).
+    ``feedback`` and ``specific`` are off by default (``feedback_rounds=2``,
+    ``specific_weight=0.3`` turn them on): each cost the assistant-shaped dev chats more
+    than a point of R@10 (docs/bench-ablation.md, 2026-12-05).
     ``recall_stages`` runs only the stages it names (``None``: all that are on), e.g.
     ``("session", "superseded")`` for an ablation. docs/longterm.md says why each is there
     and what it measured.
@@ -93,20 +99,21 @@ class LongTermConfig:
     rrf_k: int = fz.RRF_K
     lexical_weight: float = 0.5
     dense_weight: float = 0.5
+    lexical_coverage: bool = True
     max_items_per_user: int | None = None
     retention_half_life: timedelta = timedelta(days=30)
     turn_importance: float = 0.3
     archive_roles: frozenset[str] = frozenset({"user", "assistant"})
     near_duplicate_policy: Literal["keep", "replace"] = "keep"
     fusion: Literal["rrf", "weighted"] = "weighted"
-    feedback_rounds: int = 2
+    feedback_rounds: int = 1
     feedback_docs: int = 3
     feedback_terms: int = 8
     feedback_weight: float = 0.2
     time_weight: float = 0.2
     session_weight: float = 0.3
     question_weight: float = 0.5
-    specific_weight: float = 0.3
+    specific_weight: float = 0.0
     specific_share: float = 0.008
     superseded_weight: float = 0.5
     cross_lingual: bool = True
@@ -137,8 +144,9 @@ class LongTermConfig:
             raise ConfigError("retention_half_life must be positive")
         if self.fusion not in ("rrf", "weighted"):
             raise ConfigError("fusion must be 'rrf' or 'weighted'")
-        if not isinstance(self.cross_lingual, bool):
-            raise ConfigError(f"cross_lingual must be True or False, got {self.cross_lingual!r}")
+        for flag in ("cross_lingual", "lexical_coverage"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
         if self.near_duplicate_policy not in ("keep", "replace"):
             raise ConfigError("near_duplicate_policy must be 'keep' or 'replace'")
         self._check_counts()

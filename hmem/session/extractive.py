@@ -145,7 +145,8 @@ _DATE = re.compile(
     r"|[年月日号]|星期|周[一二三四五六日末]|今天|明天|昨天|后天|前天|下周|上周|下个月|上个月|今年|明年|去年",
     re.IGNORECASE,
 )
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|we|we're|our|us)\b|我", re.IGNORECASE)
+#: A word by which speakers speak of themselves (what they say is about them).
+FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself|we|we're|our|us)\b|我", re.IGNORECASE)
 _COMMIT = re.compile(
     r"\b(?:decid\w*|agree\w*|plan\w*|will|going to|let's|chose|choose|prefer\w*|like|love|hate|allergic|"
     r"need|want|booked|bought|moved|live|work\w*|confirm\w*|cancel\w*|must|never|always|favou?rite)\b"
@@ -191,7 +192,7 @@ def score_sentence(sentence: str, *, role: str | None = None) -> float:
     score += 1.5 * min(len(names), 2)
     if _NAME_MARK.search(s):
         score += 1.5
-    if _FIRST_PERSON.search(s):
+    if FIRST_PERSON.search(s):
         score += 1.5
     if _COMMIT.search(s):
         score += 1.5

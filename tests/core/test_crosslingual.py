@@ -93,3 +93,23 @@ def test_without_the_dictionary_package_recall_goes_on_and_says_so(
     with caplog.at_level(logging.WARNING, logger="hmem.longterm.crosslingual"):
         assert cc_cedict.__wrapped__() is None  # past the per-process cache
     assert "cross-lingual recall is off" in caplog.text and "cross_lingual = false" in caplog.text
+
+
+def test_a_question_word_missing_because_of_the_language_does_not_count_against_bm25() -> None:
+    """Recall's coverage (hmem.longterm._recall._coverage): an English question over a
+    Chinese archive; "daughter" and "company" are absent but their translations 女儿 and
+    公司 are held, so they do not count against BM25's best match."""
+    from hmem.backends.memory.lexical import MemoryLexicalIndex
+    from hmem.longterm._recall import _coverage
+
+    index = MemoryLexicalIndex()
+    index.add_many("u1", [("a", "我女儿在一家新公司上班"), ("b", "今天的天气很好"), ("c", "我喜欢喝绿茶"),
+                          ("d", "周末我们去爬山了"), ("e", "邻居家的狗很吵")])
+    question = "Which company does my daughter work for?"
+    hits = index.search("u1", f"{question} 公司 女儿", 5)
+    assert hits and hits[0].id == "a"
+    translated = _coverage(index, "u1", question, hits, translated=True)
+    untranslated = _coverage(index, "u1", question, hits, translated=False)
+    assert untranslated < 0.8 and translated == 1.0, (untranslated, translated)
+    # Nothing matched: BM25 brings no evidence whatever the coverage would be.
+    assert _coverage(index, "u1", question, [], translated=True) == 0.0

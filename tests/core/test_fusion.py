@@ -93,3 +93,18 @@ def test_dedup_key_normalises_case_space_width_and_final_punctuation() -> None:
     assert dedup_key("ＡＢＣ") == dedup_key("abc")  # full-width (NFKC)
     assert dedup_key("I like tea") != dedup_key("I like coffee")
     assert normalize_text("Hello,  World!") == "hello, world"
+
+
+def test_query_coverage_is_the_best_score_over_the_questions_idfs() -> None:
+    # Both telling words found in one text of average length: full coverage.
+    assert fusion.query_coverage(8.1, {"gerald": 1, "tortoise": 2}, 100) == 1.0
+    # A paraphrase: the archive lacks two words, the best match holds only a common one.
+    assert fusion.query_coverage(0.9, {"parents": 0, "city": 0, "live": 30}, 100) < 0.1
+    # Half the telling words matched: about half.
+    half = fusion.query_coverage(math.log(99.5 / 1.5), {"gerald": 1, "lamp": 1}, 100)
+    assert half == pytest.approx(0.5)
+    # No question term rare enough to tell (two documents both holding it; an empty
+    # archive): undefined, so BM25 keeps its weight; a negative score covers nothing.
+    assert fusion.query_coverage(0.0, {"jazz": 2}, 2) == 1.0
+    assert fusion.query_coverage(3.0, {"jazz": 0}, 0) == 1.0
+    assert fusion.query_coverage(-0.5, {"gerald": 1}, 100) == 0.0

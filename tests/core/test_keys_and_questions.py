@@ -98,6 +98,11 @@ def test_fold_without_keys_returns_the_hits_as_they_were() -> None:
     ('She said "really?" and left.', 0.5),  # quotes are not parsed: the quoted question counts as one
     ("真的吗？我不知道。", 0.5),
     ("", 0.0),
+    # A question about the speaker tells something about them: it counts as a statement.
+    ("how do i make the colour scale go red below 92% since thats our SLA?", 0.0),
+    ("My cousin Deepak has a guitar. Can you suggest easy songs for him?", 0.5),
+    ("Should we book the cabin? Did it rain there?", 0.5),
+    ("我应该换工作吗？", 0.0),
 ])
 def test_question_share_is_the_part_of_sentences_that_ask(text: str, share: float) -> None:
     assert math.isclose(question_share(text), share)

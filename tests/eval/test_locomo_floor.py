@@ -28,8 +28,10 @@ LOCOMO_DEV = default_locomo_dir() / "locomo_dev.json"
 # Measured on conv-26 (first dev conversation, 197 questions with evidence):
 # default R@10 88.0, R@25 92.6 (date keys, feedback round, atomic facts, family synonyms,
 # session support, sentence keys, questions scored down, specific answers; before the
-# last three 83.5 / 89.3, before session support 80.8 / 88.7).
-LOCOMO_FLOOR = {10: 0.85, 25: 0.90}
+# last three 83.5 / 89.3, before session support 80.8 / 88.7). With the e5 default, BM25
+# weighed by its coverage, and no feedback round or rare-word boost (2026-12-05, second
+# session; they cost the assistant-shaped chats): 81.5 / 89.3.
+LOCOMO_FLOOR = {10: 0.79, 25: 0.87}
 # Answer in context on conv-26 (150 answerable questions), default arguments: loose
 # 64.0 % at 1,000 tokens (962 used) and 71.3 % at 4,000 (3,871 used); before session
 # support 65.3 / 73.3 (it keeps more gold turns, 85.5 / 94.7 %, but not more answers here).
@@ -102,9 +104,11 @@ def test_locomo_subset_default_recall_stays_above_the_floor() -> None:
 # written before the code that translates queries: with the English-only MiniLM, default
 # R@10 51.9 / R@25 60.2 with cross-lingual terms, 26.9 / 39.4 without (docs/longterm.md,
 # "Cross-lingual terms"). With the multilingual default (e5, 2026-12-05) 58.8 / 75.5 with
-# them, 54.6 without: e5 bridges most of the two languages itself.
-CROSS_LINGUAL_FLOOR = {10: 0.47, 25: 0.55}
-DEFAULT_FLOOR_MIXED = {10: 0.54, 25: 0.70}
+# them, 54.6 without: e5 bridges most of the two languages itself. Since BM25 is weighed
+# by its coverage of the question and feedback/specific are off (2026-12-05, second
+# session): e5 63.4 / 75.5; MiniLM 43.1 / 57.4 with the dictionary, 22.2 / 43.5 without.
+CROSS_LINGUAL_FLOOR = {10: 0.41, 25: 0.55}
+DEFAULT_FLOOR_MIXED = {10: 0.60, 25: 0.72}
 
 
 def test_cross_lingual_test_set_stays_above_the_floor() -> None:

@@ -49,15 +49,24 @@ CROSSED = [("Which dessert should I never suggest to Kevin?", "榴莲甜品"),
 
 
 def test_a_question_in_one_language_finds_a_turn_said_in_the_other(tmp_path: Path) -> None:
-    # The English-only MiniLM: the multilingual default bridges most of the two languages
-    # itself, so the dictionary's own worth shows where no embedder does.
+    # The default (multilingual e5, dictionary on): both directions, no settings.
+    with _open(tmp_path / "default") as mem:
+        for question, needle in CROSSED:
+            rank = _rank(mem, question, needle)
+            assert rank is not None and rank <= 2, (question, rank)
+
+
+def test_the_dictionary_bridges_an_english_question_for_an_english_only_embedder(tmp_path: Path) -> None:
+    # The dictionary's own worth shows where no embedder bridges the languages: the
+    # English-only MiniLM. (A Chinese question over English turns is not bridged for it
+    # since BM25 is weighed by its coverage of the question: the question's cross-word
+    # character bigrams count as missing words; docs/longterm.md, "Cross-lingual terms".)
+    question, needle = CROSSED[0]
     with _open(tmp_path / "on", embed_provider="onnx") as on, \
             _open(tmp_path / "off", cross_lingual=False, embed_provider="onnx") as off:
-        for question, needle in CROSSED:
-            with_terms, without = _rank(on, question, needle), _rank(off, question, needle)
-            assert with_terms is not None and with_terms <= 2, (question, with_terms)
-            # without the dictionary neither retriever bridges the languages as well
-            assert without is None or without > with_terms, (question, with_terms, without)
+        with_terms, without = _rank(on, question, needle), _rank(off, question, needle)
+    assert with_terms is not None and with_terms <= 2, (question, with_terms)
+    assert without is None or without > with_terms, (question, with_terms, without)
 
 
 def test_same_language_questions_are_found_either_way(mem: tuple[Memory, bool]) -> None:

@@ -125,7 +125,8 @@ def test_lazy_reads_give_the_hits_of_reading_every_candidate(stack: Stack, monke
     not count in the fusion either way. The head is 8 of this store's 153 items, as a
     store of thousands re-ranks its best 100: with the default head the first round holds
     the two-hop case's answer already, and round 2 would have nothing new to find."""
-    stack.store.config = replace(LongTermConfig(), rerank_depth=HEAD)
+    # Every stage on (feedback and specific are off by default): each reads items its own way.
+    stack.store.config = replace(LongTermConfig(), rerank_depth=HEAD, feedback_rounds=2, specific_weight=0.3)
     stale = stack.store.recall("u1", CASES[2][0], k=5)[3].item.id
     assert stack.store.items.delete("u1", [stale]) == 1
     lazy = {i: _recall_counting(stack, q, **kw) for i, (q, kw) in enumerate(CASES)}
