@@ -13,8 +13,8 @@ import pytest
 
 from hmem.errors import ConfigError
 from hmem.longterm import fusion as fz
-from hmem.longterm.types import LongTermConfig
 from hmem.longterm.options import RecallOptions
+from hmem.longterm.types import LongTermConfig
 from hmem.memory import Memory
 from hmem.providers.e5 import e5_problem
 
@@ -65,7 +65,7 @@ def test_without_coverage_the_chance_matches_outvote_the_paraphrase(mem: Memory)
     store = mem._parts.longterm
     store.config = replace(store.config, lexical_coverage=False)
     texts = [h.item.text for h in mem.recall("u1", "where do my mother and father live now?", 3)]
-    assert PARENTS != texts[0], texts
+    assert texts[0] != PARENTS, texts
 
 
 def test_the_flag_refuses_what_is_not_a_bool() -> None:
