@@ -108,7 +108,8 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         fused = fusion_rrf(lexical, dense, config.rrf_k)
     else:
         # BM25 counts as much as its best match covers the question (fz.query_coverage).
-        coverage = _coverage(ports.lexical, user_id, query, lexical, translated=lexical_query == expanded != synonyms) \
+        translated = expanded != synonyms and lexical_query == expanded  # BM25 searched the translations
+        coverage = _coverage(ports.lexical, user_id, query, lexical, translated=translated) \
             if config.lexical_coverage else 1.0
         fused = fusion_weighted(lexical, dense, config.lexical_weight * coverage, config.dense_weight)
     ranking = Ranking(user_id=user_id, query=query, lexical_query=lexical_query, k=k, head=head, depth=depth, now=now,

@@ -123,13 +123,8 @@ def cc_cedict() -> BilingualDictionary | None:
 def cross_lingual_terms(query: str, dictionary: BilingualDictionary) -> list[str]:
     """The translations of ``query``'s words that ``query`` does not already hold, in the
     order found, each once (see the module docstring)."""
-    found: list[str] = []
-    for run in _HAN_RUN.findall(query):
-        found.extend(w for word in _dictionary_words(run, dictionary) for w in dictionary.to_english[word])
-    words = _LATIN_WORD.findall(query.lower())
-    for word in words:  # the table holds no short or filler English word
-        found.extend(dictionary.to_chinese.get(word, ()))
-    held = set(words)  # a Chinese term counts as held inside any run
+    found = (t for _, translations in translated_words(query, dictionary) for t in translations)
+    held = set(_LATIN_WORD.findall(query.lower()))  # a Chinese term counts as held inside any run
     return [t for t in dict.fromkeys(found) if t not in (query if _HAN_RUN.match(t) else held)]
 
 
@@ -142,6 +137,7 @@ def translated_words(query: str, dictionary: BilingualDictionary) -> list[tuple[
     (its translation is there) from one it lacks because it was never said.
     """
     words = [w for run in _HAN_RUN.findall(query) for w in _dictionary_words(run, dictionary)]
+    # the table holds no short or filler English word
     words += [w for w in _LATIN_WORD.findall(query.lower()) if w in dictionary.to_chinese]
     out: list[tuple[str, list[str]]] = []
     for word in dict.fromkeys(words):

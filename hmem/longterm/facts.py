@@ -160,8 +160,6 @@ class OfflineFactExtractor:
         return kind, s, importance
 
 
-
-
 def resolve_fact(text: str, subject: str | None, said_on: date | None, *, name_bare: bool = True) -> str:
     """A fact as it should read months later: the speaker named (``subject``, or "the
     user") where the text says "I"/"my"/我, relative dates resolved against ``said_on``
