@@ -4,7 +4,7 @@ the dataset, its tune/confirm split, and ingesting it into a Memory once per wor
 They ask many settings of one store kept in ``--workdir``; ``ingested.json`` there lists
 the conversations already added, so a rerun (or a later part) only adds the missing ones.
 The split is one rule for every benchmark: LoCoMo dev conversations 1-3 tune, 4-5
-confirm; the sample set is a tune set of its own (all of it).
+confirm; a sample-format set is all one part (dev sets tune, test splits confirm).
 """
 
 from __future__ import annotations
@@ -19,16 +19,30 @@ from hmem.eval.model import EvalConversation, EvalDataset
 from hmem.eval.runner import conversation_batches
 from hmem.memory import Memory
 
+#: The sample-format sets by name: dev sets, then our held-out test splits.
+SAMPLE_SETS = {
+    "sample": Path(__file__).resolve().parents[1] / "data" / "conversations",
+    "assistant": Path(__file__).resolve().parents[2] / "shared" / "data" / "assistant" / "conversations",
+    "assistant-test": Path(__file__).resolve().parents[1] / "data" / "test" / "assistant",
+    "mixed-test": Path(__file__).resolve().parents[1] / "data" / "test" / "conversations",
+    "paraphrase-test": Path(__file__).resolve().parents[1] / "data" / "test" / "paraphrase",
+}
+DATASETS = ("locomo", *SAMPLE_SETS)
+
 
 def load_dataset(name: str) -> EvalDataset:
-    """``"sample"`` (data/) or ``"locomo"`` (the dev split under ../shared/data/locomo)."""
-    return load_sample() if name == "sample" else load_locomo(default_locomo_dir() / "locomo_dev.json")
+    """``"locomo"`` (the dev split under ../shared/data/locomo) or a sample-format set of
+    :data:`SAMPLE_SETS`: ``"sample"`` (data/), ``"assistant"`` (../shared/data/assistant),
+    and the held-out ``"assistant-test"``, ``"mixed-test"``, ``"paraphrase-test"``."""
+    if name == "locomo":
+        return load_locomo(default_locomo_dir() / "locomo_dev.json")
+    return load_sample(SAMPLE_SETS[name])
 
 
 def part_ids(dataset: EvalDataset, name: str, part: str) -> list[str]:
     """Conversation ids of ``part`` ("tune", "confirm" or "all") of dataset ``name``."""
     ids = [c.id for c in dataset.conversations]
-    if name == "sample" or part == "all":
+    if name != "locomo" or part == "all":
         return ids
     return ids[:3] if part == "tune" else ids[3:]
 

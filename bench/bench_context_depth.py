@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _ingest import ingest_once, load_dataset, part_ids
+from _ingest import DATASETS, ingest_once, load_dataset, part_ids
 
 from hmem.eval.model import EvalDataset, EvalQuestion
 from hmem.memory import Memory
@@ -50,7 +50,7 @@ class Row:
 
     question: str
     category: str
-    budget: int
+    budget: int | None  # None: context()'s default (the model's window)
     text: str
     tokens: int
     kept_turns: list[str]
@@ -74,6 +74,32 @@ def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str]) -> 
     return mem
 
 
+def _variant(mem: Memory, spec: str) -> Memory:
+    """``mem``'s parts with options changed by ``spec``: comma-separated ``price=`` (the
+    calibrated stop's tokens per answer), ``memory=`` (memory budget, ``none``),
+    ``excerpt=`` (excerpt tokens, ``none``). Close only ``mem``: the parts are shared."""
+    from dataclasses import replace
+
+    from hmem.assembly.stopping import StopRule
+    from hmem.backends.memory.jobs import MemoryJobQueue
+    from hmem.jobs import JobEngine
+
+    parts = mem._parts  # the bench's own Memory; MemoryParts are meant to be replaced so
+    options = parts.options
+    for pair in spec.split(","):
+        key, _, value = pair.partition("=")
+        number = None if value == "none" else float(value)
+        if key == "price":
+            options = replace(options, stop=None if number is None else StopRule(tokens_per_answer=number))
+        elif key in ("memory", "excerpt"):
+            field = {"memory": "memory_budget", "excerpt": "excerpt_tokens"}[key]
+            options = replace(options, **{field: None if number is None else int(number)})
+        else:
+            raise SystemExit(f"unknown variant key {key!r} (price, memory, excerpt)")
+    # Reads only: an engine of its own (the store's engine has its job kinds registered).
+    return Memory(replace(parts, options=options, on_close=(), engine=JobEngine(MemoryJobQueue())))
+
+
 def _questions(dataset: EvalDataset, conversations: Sequence[str]) -> list[EvalQuestion]:
     out = []
     for conv in conversations:
@@ -83,7 +109,7 @@ def _questions(dataset: EvalDataset, conversations: Sequence[str]) -> list[EvalQ
     return out
 
 
-def _ask(mem: Memory, questions: Sequence[EvalQuestion], budgets: Sequence[int], **context: Any) -> list[Row]:
+def _ask(mem: Memory, questions: Sequence[EvalQuestion], budgets: Sequence[int | None], **context: Any) -> list[Row]:
     from tqdm import tqdm
 
     rows = []
@@ -99,10 +125,10 @@ def _ask(mem: Memory, questions: Sequence[EvalQuestion], budgets: Sequence[int],
     return rows
 
 
-def _score(rows: Iterable[Row], categories: Sequence[str] | None) -> dict[int, Cell]:
+def _score(rows: Iterable[Row], categories: Sequence[str] | None) -> dict[int | None, Cell]:
     from hmem.eval.answers import containment
 
-    cells: dict[int, Cell] = {}
+    cells: dict[int | None, Cell] = {}
     for row in rows:
         if categories is not None and row.category not in categories:
             continue
@@ -120,37 +146,46 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _print(label: str, cells: dict[int, Cell]) -> None:
+def _budgets(cells: dict[int | None, Cell]) -> list[int | None]:
+    """Budgets in order, the default (None) first."""
+    return sorted(cells, key=lambda b: -1 if b is None else b)
+
+
+def _name(budget: int | None) -> str:
+    return "default" if budget is None else str(budget)
+
+
+def _print(label: str, cells: dict[int | None, Cell]) -> None:
     print(f"\n{label}")
     print(f"{'budget':>7} {'strict':>7} {'loose':>7} {'evid.':>7} {'tokens':>7} {'evid/1k':>8}  n    stopped by")
-    for budget in sorted(cells):
+    for budget in _budgets(cells):
         c = cells[budget]
         tokens = _mean(c.tokens)
         per_1k = 1000 * _mean(c.evidence) / tokens if tokens else 0.0
         stops = ", ".join(f"{k} {v}" for k, v in c.stops.most_common())
-        print(f"{budget:>7} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} {100 * _mean(c.evidence):>7.1f}"
+        print(f"{_name(budget):>7} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} {100 * _mean(c.evidence):>7.1f}"
               f" {tokens:>7.0f} {per_1k:>8.1f}  {len(c.tokens):<4} {stops}")
 
 
-def _print_grid(label: str, grid: dict[str, dict[int, Cell]]) -> None:
+def _print_grid(label: str, grid: dict[str, dict[int | None, Cell]]) -> None:
     """One line per setting: loose answer-in-context / mean tokens at each budget."""
-    budgets = sorted({b for cells in grid.values() for b in cells})
+    budgets = _budgets({b: Cell() for cells in grid.values() for b in cells})
     print(f"\n{label}: loose answer in context / mean tokens")
-    print(f"{'setting':<24}" + "".join(f"{'budget ' + str(b):>14}" for b in budgets))
+    print(f"{'setting':<24}" + "".join(f"{'budget ' + _name(b):>14}" for b in budgets))
     for name, cells in grid.items():
         print(f"{name:<24}" + "".join(f"{100 * _mean(cells[b].loose):>7.1f} / {_mean(cells[b].tokens):<5.0f}"
                                       for b in budgets))
 
 
-def _print_rows(grid: dict[str, dict[int, Cell]]) -> None:
+def _print_rows(grid: dict[str, dict[int | None, Cell]]) -> None:
     """Every metric per setting and budget, one line each."""
     print(f"{'setting':<24} {'budget':>6} {'strict':>7} {'loose':>7} {'evid.':>7} {'tokens':>7} {'evid/1k':>8} {'n':>5}")
     for name, cells in grid.items():
-        for budget in sorted(cells):
+        for budget in _budgets(cells):
             c = cells[budget]
             tokens = _mean(c.tokens)
             per_1k = 1000 * _mean(c.evidence) / tokens if tokens else 0.0
-            print(f"{name:<24} {budget:>6} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} "
+            print(f"{name:<24} {_name(budget):>6} {100 * _mean(c.strict):>7.1f} {100 * _mean(c.loose):>7.1f} "
                   f"{100 * _mean(c.evidence):>7.1f} {tokens:>7.0f} {per_1k:>8.1f} {len(c.tokens):>5}")
 
 
@@ -160,18 +195,21 @@ def _cutoff(text: str) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--dataset", choices=("locomo", "sample"), default="locomo")
+    parser.add_argument("--dataset", choices=DATASETS, default="locomo")
     parser.add_argument("--part", choices=("tune", "confirm", "all"), default="all")
     parser.add_argument("--workdir", type=Path, required=True, help="keeps the ingested store between runs")
-    parser.add_argument("--budgets", default="500,1000,2000,4000")
+    parser.add_argument("--budgets", default="500,1000,2000,4000", help="comma-separated; 'default': no budget "
+                        "argument (the model's window)")
     parser.add_argument("--cutoffs", default=None, help="comma-separated relevance cut-offs (none = off); "
                         "default: Memory.context's own default only")
     parser.add_argument("--k", type=int, default=None, help="pass k= to Memory.context (an upper bound)")
     parser.add_argument("--dump", type=Path, default=None, help="write raw contexts (JSON lines) instead of scoring")
+    parser.add_argument("--variants", default=None, help="with --dump: semicolon-separated option changes, one "
+                        "dump each (FILE-<variant>.jsonl), e.g. 'price=3000;price=6000,excerpt=80' (see _variant)")
     parser.add_argument("--score", type=Path, nargs="+", default=None, help="score dumps written by --dump")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    budgets = [int(b) for b in args.budgets.split(",")]
+    budgets = [None if b.strip() == "default" else int(b) for b in args.budgets.split(",")]
 
     if args.score:
         keep = None if args.part == "all" else set(part_ids(load_dataset(args.dataset), args.dataset, args.part))
@@ -192,14 +230,20 @@ def main() -> None:
     extra: dict[str, Any] = {} if args.k is None else {"k": args.k}
     try:
         if args.dump:
-            rows = _ask(mem, questions, budgets, **extra)
-            args.dump.write_text("".join(json.dumps(r.__dict__) + "\n" for r in rows))
-            print(f"wrote {len(rows)} rows to {args.dump}")
+            targets = [(args.dump, mem)]
+            if args.variants:
+                targets = [(args.dump.with_name(f"{args.dump.stem}-{v.replace('=', '').replace(',', '-')}"
+                                                f"{args.dump.suffix}"), _variant(mem, v))
+                           for v in args.variants.split(";")]
+            for path, asked in targets:
+                rows = _ask(asked, questions, budgets, **extra)
+                path.write_text("".join(json.dumps(r.__dict__) + "\n" for r in rows))
+                print(f"wrote {len(rows)} rows to {path}")
             return
         settings: list[dict[str, Any]] = [dict(extra)]
         if args.cutoffs:
             settings = [{**extra, "relevance_cutoff": _cutoff(c)} for c in args.cutoffs.split(",")]
-        grid: dict[str, dict[int, Cell]] = {}
+        grid: dict[str, dict[int | None, Cell]] = {}
         for setting in settings:
             rows = _ask(mem, questions, budgets, **setting)
             label = f"{args.dataset} ({args.part}, {len(questions)} questions) {setting or 'defaults'}"

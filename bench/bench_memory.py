@@ -13,9 +13,10 @@ before 2026-12-02) behind the SQLite embedding cache.
      returns (the turns' sentence keys are built behind the adds);
    - items/s through the Memory's ``LongTermStore.remember_many`` (batches of 100
      synthetic facts, with write-time dedup).
-2. Latency at N items for one user (N = --sizes): ``recall(k=10)`` and
-   ``context(budget=4000)`` p50/p95 over --queries new questions each (every query
-   text is new, so its embedding is computed and counted).
+2. Latency at N items for one user (N = --sizes): one query embedding, ``recall(k=10)``,
+   ``context(budget=4000)`` and ``context()`` with default arguments (memory budget and
+   calibrated stop), p50/p95 over --queries new questions each (every query text is new,
+   so its embedding is computed and counted).
    Filler items are synthetic archived turns of two sentences (so each has two sentence
    keys; ``--no-sentence-keys`` measures without them) written through
    ``LongTermStore.archive_turns`` in batches of 2,000; their vectors are seeded
@@ -164,8 +165,9 @@ def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: lis
     mem.add(user, "live", [Message(role="user" if i % 2 == 0 else "assistant", content=sentence(rng), id=f"live{i}")
                            for i in range(20)])
     print("\n### Latency by items per user (queries use the real model)\n")
-    row(["items", "fill s", "recall p50 ms", "recall p95 ms", "context p50 ms", "context p95 ms", "peak RSS MB"])
-    row(["---"] * 7)
+    row(["items", "fill s", "query embedding p50 ms", "recall p50 ms", "recall p95 ms", "context p50 ms",
+         "context p95 ms", "context() default p50 ms", "default / embedding", "peak RSS MB"])
+    row(["---"] * 10)
     for size in sizes:
         emb.fake = True
         have, fill_s = fill(lt, user, size, rng, have)
@@ -174,7 +176,12 @@ def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: lis
         configs = {"": lt.config} | ({f" ({compare})": replace(lt.config, **compare)} if compare else {})
         recall_ms: dict[str, list[float]] = {name: [] for name in configs}
         context_ms: dict[str, list[float]] = {name: [] for name in configs}
+        default_ms: dict[str, list[float]] = {name: [] for name in configs}
+        embed_ms: list[float] = []
         for _ in range(queries):
+            t0 = time.perf_counter()
+            emb.real.embed_query([question(rng)])  # one new query, as recall embeds it
+            embed_ms.append((time.perf_counter() - t0) * 1000)
             for name, config in configs.items():
                 q, q2 = question(rng), question(rng)  # new texts: the embedding cache would answer a repeat
                 lt.config = config
@@ -184,11 +191,16 @@ def latency_phase(mem: Memory, lt: LongTermStore, emb: BenchEmbedder, sizes: lis
                 t0 = time.perf_counter()
                 mem.context(user, "live", query=q2, budget=4000)
                 context_ms[name].append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                mem.context(user, "live", query=question(rng))  # default arguments: the memory budget and stop
+                default_ms[name].append((time.perf_counter() - t0) * 1000)
         lt.config = configs[""]
+        embed_p50 = statistics.median(embed_ms)
         for name in configs:
-            row([f"{lt.count(user):,}{name}", f"{fill_s:.0f}", f"{statistics.median(recall_ms[name]):.1f}",
+            row([f"{lt.count(user):,}{name}", f"{fill_s:.0f}", f"{embed_p50:.1f}", f"{statistics.median(recall_ms[name]):.1f}",
                  f"{pct(recall_ms[name], 95):.1f}", f"{statistics.median(context_ms[name]):.1f}",
-                 f"{pct(context_ms[name], 95):.1f}", f"{rss_mb():.0f}"])
+                 f"{pct(context_ms[name], 95):.1f}", f"{statistics.median(default_ms[name]):.1f}",
+                 f"{statistics.median(default_ms[name]) / embed_p50:.2f}x", f"{rss_mb():.0f}"])
 
 
 def main() -> int:

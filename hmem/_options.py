@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
-from hmem.assembly.assemble import TierCaps, check_relevance_cutoff
+from hmem.assembly.assemble import MIN_EXCERPT_TOKENS, TierCaps, check_relevance_cutoff
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem.assembly.stopping import DEFAULT_STOP, StopRule
 from hmem.errors import InvalidInput
 from hmem.jobs import JobEngine
-from hmem.types import RELEVANCE_CUTOFF
+from hmem.types import DEFAULT_MEMORY_BUDGET, RELEVANCE_CUTOFF
 
 if TYPE_CHECKING:  # annotations only: importing hmem stays light (no numpy, no store code)
     from datetime import datetime
@@ -109,6 +110,14 @@ class MemoryOptions:
     reply_reserve: int = 2000
     recall_k: int | None = None
     relevance_cutoff: float | None = RELEVANCE_CUTOFF
+    #: Without a ``budget``, what summary, profile and recalled items may take together
+    #: (None: the model's window), and the calibrated stop of the recalled tier (None: off).
+    memory_budget: int | None = DEFAULT_MEMORY_BUDGET
+    stop: StopRule | None = DEFAULT_STOP
+    #: Recalled items longer than this many tokens are rendered as their passage about
+    #: the question (None: always whole). Off by default: on held-out assistant chats the
+    #: passages lost more answers than their room bought (docs/assembly.md, "Excerpts").
+    excerpt_tokens: int | None = None
     caps: TierCaps | None = field(default_factory=TierCaps)
     template: ContextTemplate = DEFAULT_TEMPLATE
     compaction: Literal["foreground", "background", "off"] = "foreground"
@@ -134,6 +143,12 @@ class MemoryOptions:
         if self.reply_reserve < 0 or (self.recall_k is not None and self.recall_k < 0):
             raise InvalidInput("reply_reserve and recall_k must not be negative", field="options")
         check_relevance_cutoff(self.relevance_cutoff)
+        for name, least in (("memory_budget", 0), ("excerpt_tokens", MIN_EXCERPT_TOKENS)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+                raise InvalidInput(f"{name} must be an integer of at least {least} or None, got {value!r}", field=name)
+        if self.stop is not None and not isinstance(self.stop, StopRule):
+            raise InvalidInput("stop must be a StopRule or None", field="stop")
         if self.compaction not in ("foreground", "background", "off"):
             raise InvalidInput("compaction must be foreground, background or off", field="compaction")
         if self.extraction not in ("foreground", "background"):

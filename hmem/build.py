@@ -187,6 +187,7 @@ def _compose(
         reply_reserve=settings.reply_reserve,
         recall_k=settings.recall_k,
         relevance_cutoff=settings.relevance_cutoff,
+        memory_budget=settings.memory_budget,
         compaction=settings.compaction,
         extract_profile=settings.extract_profile,
         extract_facts=settings.extract_facts,

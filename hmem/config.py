@@ -35,7 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem._secrets import has_unencoded_userinfo, mask_url, url_secrets
 from hmem.errors import ConfigError
-from hmem.types import RELEVANCE_CUTOFF
+from hmem.types import DEFAULT_MEMORY_BUDGET, RELEVANCE_CUTOFF
 
 __all__ = ["ENV_SETTINGS", "Settings", "check_batching", "check_cache_size", "mask_url", "secrets_in_env",
            "setting_name"]
@@ -137,6 +137,7 @@ class Settings:
     reply_reserve: int = 2000
     recall_k: int | None = None  # upper bound of context()'s recalled items (None: the budget decides)
     relevance_cutoff: float | None = RELEVANCE_CUTOFF  # share of the best hit's score; none = off
+    memory_budget: int | None = DEFAULT_MEMORY_BUDGET  # memory tiers' tokens when context() gets no budget; none = window
     candidates: int | None = None  # recall: hits each retriever returns to be fused, 1 to 1000; none = default
     rerank_depth: int | None = None  # recall: best fused hits re-ranked, 1 to 1000; none = default
     feedback_rounds: int | None = None  # recall rounds, 1 (no feedback round) to 3; none = LongTermConfig's default
@@ -217,6 +218,8 @@ class Settings:
             raise ConfigError("reply_reserve and summary_min_messages must not be negative")
         if self.recall_k is not None and not 0 <= self.recall_k <= 1000:
             raise ConfigError("recall_k must be from 0 to 1000, or none (the budget decides)")
+        if self.memory_budget is not None and self.memory_budget < 0:
+            raise ConfigError("memory_budget must be a number of tokens (0 or more), or none (the model's window)")
         if self.relevance_cutoff is not None and not 0 <= self.relevance_cutoff < 1:
             raise ConfigError("relevance_cutoff must be in [0, 1) (a share of the best hit's score), or none (off)")
         if self.embed_provider == "openai" and not self.embed_model:

@@ -226,11 +226,17 @@ class Memory:
         Recalls with ``query`` (default: the session's last user message; ``recall``: the
         filters and ranking, as in :meth:`recall`) as deep as the budget could use, then
         assembles system prompt, current turn, history, summary, profile and recalled
-        items in that priority order. The recalled tier takes hits best first until its
-        share of the budget is used or the next hit scores below ``relevance_cutoff``
-        times the best one (default ``options.relevance_cutoff``; None: off); ``k``
-        (default ``options.recall_k``, None) is an upper bound for callers who want one;
-        ``ctx.report.tier("recalled").stopped_by`` says which stopped it. ``system_prompt``
+        items in that priority order. Without ``budget``, memory does not grow with the
+        window: summary, profile and recalled items take at most ``options.memory_budget``
+        tokens together, and the recalled tier stops at the first hit whose estimated
+        chance of holding the answer is not worth its tokens (``options.stop``,
+        :mod:`hmem.assembly.stopping`). With ``budget``, the budget is spent: the
+        recalled tier takes hits best first until its share is used. Either way it stops
+        when the next hit scores below ``relevance_cutoff`` times the best one (default
+        ``options.relevance_cutoff``; None: off); ``k`` (default ``options.recall_k``,
+        None) is an upper bound for callers who want one, and a recalled item longer
+        than ``options.excerpt_tokens`` is rendered as its passage about the query.
+        ``ctx.report.tier("recalled").stop_note`` says what stopped it. ``system_prompt``
         defaults to the one stored by :meth:`set_system_prompt`. ``pending``: messages not
         stored yet, assembled as if appended (the chat proxy builds the prompt, then stores
         the turn). Raises :class:`~hmem.errors.BudgetError` when the system prompt and
@@ -243,7 +249,12 @@ class Memory:
         prompt = system_prompt if system_prompt is not None else stored_prompt
         query = reads.context_query(buffer, query)
         shown = {m.id for m in buffer}
-        bound, fetch = reads.context_depth(limit, k, self.options.recall_k, len(shown))
+        # Without a budget the window is room for the conversation, not for memory: memory
+        # gets what the calibrated stop finds worth its tokens, within the memory budget.
+        spend_all = budget is not None
+        memory_budget = None if spend_all else self.options.memory_budget
+        bound, fetch = reads.context_depth(limit if memory_budget is None else min(limit, memory_budget), k,
+                                           self.options.recall_k, len(shown))
         hits: list[Hit] = []
         if query and query.strip() and bound != 0:
             candidates = self._longterm.recall(user, query, fetch, recall)
@@ -254,7 +265,8 @@ class Memory:
             recalled=hits, caps=self.options.caps if caps == "default" else caps,
             template=template or self.options.template, truncate_current_turn=truncate_current_turn,
             relevance_cutoff=self.options.relevance_cutoff if relevance_cutoff == "default" else relevance_cutoff,
-            max_recalled=bound,
+            max_recalled=bound, stop=None if spend_all else self.options.stop, memory_budget=memory_budget,
+            query=query, excerpt_tokens=self.options.excerpt_tokens,
         )
 
     # -- long-term items --------------------------------------------------------------

@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeAlias, get_args
 from hmem.errors import InvalidInput
 
 __all__ = [
+    "DEFAULT_MEMORY_BUDGET",
     "MAX_CLOCK_SKEW",
     "MAX_CONTENT_CHARS",
     "MAX_ID_CHARS",
@@ -94,6 +95,11 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 #: share of the best hit's score is left out (reason ``"relevance"``). Chosen with
 #: ``bench/bench_context_depth.py`` (docs/assembly.md, "How deep recall goes").
 RELEVANCE_CUTOFF = 0.1
+
+#: What a prompt's memory tiers may take without a ``budget`` argument: enough for the
+#: evidence the calibrated stop keeps, not what a 128k window allows (docs/assembly.md,
+#: "Stopping"; measured with bench/bench_context_depth.py).
+DEFAULT_MEMORY_BUDGET = 1500
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 
@@ -700,6 +706,10 @@ class Hit:
     #: first brought it among the best ``rerank_depth`` hits
     #: (``LongTermConfig.feedback_rounds``; :func:`hmem.longterm.feedback.rounds_of`).
     round: int = 1
+    #: For a turn found through its sentence keys: the number of its key sentence nearest
+    #: the question (:func:`hmem.longterm.index_text.sentence_keys` order), the passage an
+    #: excerpt of it is built around; None otherwise.
+    passage: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The item's :meth:`MemoryItem.to_dict` with how it ranked."""
@@ -707,6 +717,7 @@ class Hit:
             **self.item.to_dict(), "score": self.score, "fused_score": self.fused_score,
             "lexical_rank": self.lexical_rank, "lexical_score": self.lexical_score, "dense_rank": self.dense_rank,
             "dense_score": self.dense_score, "boosts": dict(self.boosts), "round": self.round,
+            "passage": self.passage,
         }
 
 
@@ -778,10 +789,23 @@ DropReason: TypeAlias = Literal[
     "empty",  # nothing to render (blank summary)
     "relevance",  # a recalled item scored below the relevance cut-off (a share of the best hit's score)
     "recall limit",  # a recalled item past the caller's explicit ``k``
+    "threshold",  # a recalled item whose estimated chance of holding the answer is not worth its tokens
+    "memory budget",  # the memory tiers (summary, profile, recalled) used the default memory budget
 ]
 
 #: The reasons that can stop a tier from growing (see :attr:`TierReport.stopped_by`).
-STOP_REASONS: tuple[DropReason, ...] = ("budget", "tier cap", "relevance", "recall limit")
+STOP_REASONS: tuple[DropReason, ...] = (
+    "budget", "tier cap", "relevance", "recall limit", "threshold", "memory budget",
+)
+
+
+_STOP_WORDS: dict[str, str] = {
+    "budget": "the budget was used",
+    "tier cap": "the tier's share of the budget was used",
+    "relevance": "next item below the relevance cut-off",
+    "recall limit": "the caller's k was reached",
+    "memory budget": "the default memory budget was used",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -791,6 +815,10 @@ class ReportItem:
     ``ref`` names it: a message id, ``"system_prompt"``, ``"summary"``, a profile key,
     or a memory item id. ``tokens`` is its own cost (``count_message`` for a message,
     ``count`` of its rendered line for a memory entry). ``reason`` is None when kept.
+    A recalled item also has ``chance``: its estimated chance of holding the answer
+    when the calibrated stop judged it (:mod:`hmem.assembly.stopping`), and
+    ``whole_tokens``: the whole item's tokens when only an excerpt of it was rendered
+    (:mod:`hmem.assembly.excerpt`; ``ref`` points to the whole item).
     """
 
     tier: Tier
@@ -798,6 +826,8 @@ class ReportItem:
     kept: bool
     tokens: int
     reason: DropReason | None = None
+    chance: float | None = None
+    whole_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -807,9 +837,11 @@ class TierReport:
     ``cap`` is the cap the tier was held to: its share of the budget, plus what other
     tiers left unused (see :class:`~hmem.assembly.assemble.TierCaps`). ``stopped_by``
     says what stopped the tier from taking more: ``"budget"``, ``"tier cap"``,
-    ``"relevance"`` (recalled: the next hit fell below the cut-off) or ``"recall
-    limit"`` (recalled: the caller's ``k``); None when every candidate was kept or
-    the tier had none.
+    ``"relevance"`` (recalled: the next hit fell below the cut-off), ``"recall
+    limit"`` (recalled: the caller's ``k``), ``"threshold"`` (recalled: the next hit's
+    estimated chance of holding the answer, ``estimate``, was not worth its tokens) or
+    ``"memory budget"`` (the default memory budget was used); None when every
+    candidate was kept or the tier had none.
     """
 
     tier: Tier
@@ -818,6 +850,21 @@ class TierReport:
     dropped: int
     cap: int | None = None
     stopped_by: DropReason | None = None
+    estimate: float | None = None
+
+    @property
+    def stop_note(self) -> str | None:
+        """``stopped_by`` in words, for people (the inspector, ``hmem window``).
+
+        >>> TierReport("recalled", 300, 5, 9, stopped_by="threshold", estimate=0.031).stop_note
+        'stopped: next item below the calibrated threshold (estimated chance 3.1%)'
+        """
+        if self.stopped_by is None:
+            return None
+        if self.stopped_by == "threshold":
+            shown = "" if self.estimate is None else f" (estimated chance {100 * self.estimate:.1f}%)"
+            return f"stopped: next item below the calibrated threshold{shown}"
+        return f"stopped: {_STOP_WORDS.get(self.stopped_by, self.stopped_by)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -856,11 +903,12 @@ class AssemblyReport:
             "truncated_tokens": self.truncated_tokens,
             "tiers": [
                 {"tier": t.tier, "tokens": t.tokens, "kept": t.kept, "dropped": t.dropped, "cap": t.cap,
-                 "stopped_by": t.stopped_by}
+                 "stopped_by": t.stopped_by, "estimate": t.estimate, "stop_note": t.stop_note}
                 for t in self.tiers
             ],
             "items": [
-                {"tier": i.tier, "ref": i.ref, "kept": i.kept, "tokens": i.tokens, "reason": i.reason}
+                {"tier": i.tier, "ref": i.ref, "kept": i.kept, "tokens": i.tokens, "reason": i.reason,
+                 "chance": i.chance, "whole_tokens": i.whole_tokens}
                 for i in self.items
             ],
         }

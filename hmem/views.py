@@ -45,7 +45,8 @@ def context_to_dict(
     for rank, entry in enumerate(recalled_refs, start=1):
         hit = hits.get(entry["ref"])
         item = hit.item if hit else found.get(entry["ref"])
-        row: dict[str, Any] = {"rank": rank, "kept": entry["kept"], "tokens": entry["tokens"], "reason": entry["reason"]}
+        row: dict[str, Any] = {"rank": rank, "kept": entry["kept"], "tokens": entry["tokens"], "reason": entry["reason"],
+                               "chance": entry["chance"], "whole_tokens": entry["whole_tokens"]}
         if hit:
             row.update(hit.to_dict())
         else:

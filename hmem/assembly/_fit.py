@@ -15,7 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from hmem.assembly._state import AssemblyState, Candidate, block_open_cost, render_messages
+from hmem.assembly.excerpt import excerpt, near_duplicate
+from hmem.assembly.stopping import StopRule, features
 from hmem.errors import BudgetError
+from hmem.longterm.text import tokenize
 from hmem.types import TIERS, Hit, Message, ProfileEntry, ReportItem, Tier
 
 __all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "relevance_floor", "truncate_turn"]
@@ -33,13 +36,19 @@ def memory_candidates(
     *,
     relevance_cutoff: float | None = None,
     max_recalled: int | None = None,
+    stop: StopRule | None = None,
+    query: str | None = None,
+    excerpt_tokens: int | None = None,
 ) -> list[Candidate]:
     """Summary, profile and recalled items as candidates, each rendered and counted once.
 
     Blank summaries and non-current profile entries go to ``report`` as dropped;
-    recalled items already in the prompt (or repeated) are pre-judged duplicates, hits
-    scoring below ``relevance_cutoff`` times the best hit's score are pre-judged
-    ``"relevance"``, and distinct hits past ``max_recalled`` ``"recall limit"``."""
+    recalled items already in the prompt (or repeated, or near-duplicates of a better
+    hit's text) are pre-judged duplicates, hits scoring below ``relevance_cutoff`` times
+    the best hit's score are pre-judged ``"relevance"``, hits whose estimated chance of
+    holding the answer is not worth their tokens under ``stop`` ``"threshold"``, and
+    distinct hits past ``max_recalled`` ``"recall limit"``. With ``excerpt_tokens``, a
+    longer recalled item is rendered as its passage about ``query`` (:func:`excerpt`)."""
     template, counter = state.template, state.counter
     out: list[Candidate] = []
     if summary is not None:
@@ -56,27 +65,42 @@ def memory_candidates(
             report.append(ReportItem("profile", entry.key, False, counter.count(line), "not current"))
     emitted = {m.id for m in state.turn} | {m.id for i in state.pinned for m in state.before[i]}
     floor = relevance_floor(hits, relevance_cutoff)
+    chances = [stop.chance(x) for x in features(hits)] if stop is not None else [None] * len(hits)
     seen: set[str] = set()
+    said: list[frozenset[str]] = []  # the terms of each distinct hit taken so far
     group_tokens: dict[str, int] = {}
     distinct = 0
-    for hit in hits:
-        line = template.recalled(hit)
+    for hit, chance in zip(hits, chances, strict=True):
         item = hit.item
-        group = template.recalled_group_line(hit)
+        whole_tokens = None
+        shown = hit
+        if excerpt_tokens is not None and query:
+            passage = excerpt(item.text, query, excerpt_tokens, counter, hit.passage)
+            if passage != item.text:
+                whole_tokens = counter.count(template.recalled(hit))
+                shown = replace(hit, item=replace(item, text=passage))
+        line = template.recalled(shown)
+        group = template.recalled_group_line(shown)
         if group not in group_tokens:
             group_tokens[group] = counter.count(group) if group else 0
+        tokens = counter.count(line)
         candidate = Candidate(
-            "recalled", [(item.id, counter.count(line))], 0, line=line, source=item.source_message_id,
+            "recalled", [(item.id, tokens)], 0, line=line, source=item.source_message_id,
             when=(item.created_at, item.id), group_line=group, group_tokens=group_tokens[group],
+            chance=chance, whole_tokens=whole_tokens,
         )
-        if item.id in seen or (item.source_message_id or "") in emitted:
+        words = frozenset(tokenize(item.text))
+        if item.id in seen or (item.source_message_id or "") in emitted or near_duplicate(words, said):
             candidate.reason = "duplicate"
         elif floor is not None and hit.score < floor:
             candidate.reason = "relevance"
+        elif stop is not None and chance is not None and not stop.pays(chance, tokens):
+            candidate.reason = "threshold"
         elif max_recalled is not None and distinct >= max_recalled:
             candidate.reason = "recall limit"
         else:
             distinct += 1
+            said.append(words)
         seen.add(item.id)
         out.append(candidate)
     return out
@@ -98,12 +122,14 @@ def relevance_floor(hits: Sequence[Hit], cutoff: float | None) -> float | None:
     return cutoff * best if best > 0 else None
 
 
-def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> None:
+def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], memory_room: int | None = None) -> None:
     """Decide each optional item on estimated costs, in priority order.
 
-    ``caps`` is each tier's cap in tokens (None = uncapped)."""
+    ``caps`` is each tier's cap in tokens (None = uncapped); ``memory_room``, when
+    given, is what the memory tiers (summary, profile, recalled) may take together."""
     template, counter = state.template, state.counter
     used = 0
+    memory_used = 0
     spent: dict[Tier, int] = dict.fromkeys(TIERS, 0)
     blocked = False  # a higher tier lost an item for room: lower tiers get nothing
     history_cut = False
@@ -155,9 +181,13 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None]) -> 
         elif used + cost > room:
             candidate.reason = "budget"
             tier_lost_room = tier
+        elif tier != "history" and memory_room is not None and memory_used + cost > memory_room:
+            candidate.reason = "memory budget"  # like a cap: a smaller item further down may still fit
         else:
             candidate.kept = True
             used += cost
+            if tier != "history":
+                memory_used += cost
             spent[tier] += candidate.cost
             if tier == "history":
                 assert candidate.group is not None

@@ -32,27 +32,30 @@ def report_items(state: AssemblyState, counter: Tokenizer, dropped: list[ReportI
     for candidate in state.candidates:
         if candidate.group is None:
             ref, tokens = candidate.refs[0]
-            items.append(ReportItem(candidate.tier, ref, candidate.kept, tokens, candidate.reason))
+            items.append(ReportItem(candidate.tier, ref, candidate.kept, tokens, candidate.reason,
+                                    candidate.chance, candidate.whole_tokens))
     items.extend(dropped)
     order = {tier: rank for rank, tier in enumerate(TIERS)}
     return sorted(items, key=lambda item: order[item.tier])  # stable: keeps order within a tier
 
 
-def stop_reasons(state: AssemblyState) -> dict[Tier, DropReason]:
+def stop_reasons(state: AssemblyState) -> dict[Tier, tuple[DropReason, float | None]]:
     """Per tier, why it stopped growing: the reason of its first candidate, in
-    priority order, that was left out for room, cap, relevance or the recall limit."""
-    stopped: dict[Tier, DropReason] = {}
+    priority order, that was left out for room, cap, relevance, the recall limit, the
+    calibrated threshold or the memory budget, with that candidate's estimated chance."""
+    stopped: dict[Tier, tuple[DropReason, float | None]] = {}
     for candidate in state.candidates:
         if candidate.tier not in stopped and candidate.reason in STOP_REASONS:
-            stopped[candidate.tier] = candidate.reason
+            stopped[candidate.tier] = (candidate.reason, candidate.chance)
     return stopped
 
 
 def summarize(  # noqa: PLR0917  # the parts of one report
     items: list[ReportItem], total: int, budget: int, caps: Mapping[Tier, int | None], truncated: int,
-    stopped: Mapping[Tier, DropReason] | None = None,
+    stopped: Mapping[Tier, tuple[DropReason, float | None]] | None = None,
 ) -> AssemblyReport:
-    """The report: per-tier totals (``caps`` in tokens, ``stopped`` per tier) over ``items``."""
+    """The report: per-tier totals (``caps`` in tokens, ``stopped`` per tier: reason and
+    estimate) over ``items``."""
     tiers = tuple(
         TierReport(
             tier=tier,
@@ -60,7 +63,8 @@ def summarize(  # noqa: PLR0917  # the parts of one report
             kept=sum(1 for i in items if i.tier == tier and i.kept),
             dropped=sum(1 for i in items if i.tier == tier and not i.kept),
             cap=caps[tier],
-            stopped_by=(stopped or {}).get(tier),
+            stopped_by=(stopped or {}).get(tier, (None, None))[0],
+            estimate=(stopped or {}).get(tier, (None, None))[1],
         )
         for tier in TIERS
     )

@@ -36,6 +36,8 @@ class Candidate:
     group_tokens: int = 0  # count(group_line)
     kept: bool = False
     reason: DropReason | None = None
+    chance: float | None = None  # a recalled item's estimated chance of holding the answer (calibrated stop)
+    whole_tokens: int | None = None  # the whole item's tokens when ``line`` renders an excerpt
 
 
 @dataclass

@@ -33,6 +33,7 @@ from hmem.assembly._report import dropped_item, report_items, stop_reasons, summ
 from hmem.assembly._shares import flex_caps, tier_demand
 from hmem.assembly._state import AssemblyState, Candidate, render_messages
 from hmem.assembly.render import DEFAULT_TEMPLATE, ContextTemplate
+from hmem.assembly.stopping import StopRule
 from hmem.errors import BudgetError, InvalidInput
 from hmem.protocols import Tokenizer
 from hmem.types import (
@@ -49,6 +50,7 @@ from hmem.types import (
 )
 
 __all__ = [
+    "MIN_EXCERPT_TOKENS",
     "RELEVANCE_CUTOFF",
     "TRUNCATION_MARKER",
     "UNCAPPED",
@@ -59,6 +61,8 @@ __all__ = [
 ]
 
 _PINNED_ROLES = frozenset({"system", "developer"})
+#: Shortest excerpt: a sentence with its date and speaker.
+MIN_EXCERPT_TOKENS = 16
 _T = TypeVar("_T")
 
 
@@ -150,15 +154,23 @@ def assemble(
     truncate_current_turn: bool = False,
     relevance_cutoff: float | None = None,
     max_recalled: int | None = None,
+    stop: StopRule | None = None,
+    memory_budget: int | None = None,
+    query: str | None = None,
+    excerpt_tokens: int | None = None,
 ) -> AssembledContext:
     """Fit every tier into ``budget`` tokens; return OpenAI messages and a report.
 
     ``messages`` is the session buffer (oldest first); its last user message and what
     follows is the current turn. ``recalled`` is best first; the tier takes hits in that
     order until its share of the budget is used, the next hit scores below
-    ``relevance_cutoff`` times the best hit's score, or ``max_recalled`` hits are in
-    (the report's ``stopped_by`` says which). A tier's unused share goes to the tiers
-    that want more (:mod:`hmem.assembly._shares`). Raises
+    ``relevance_cutoff`` times the best hit's score, its estimated chance of holding the
+    answer is not worth its tokens (``stop``, :mod:`hmem.assembly.stopping`), or
+    ``max_recalled`` hits are in (the report's ``stopped_by`` says which).
+    ``memory_budget`` bounds what summary, profile and recalled items take together.
+    With ``excerpt_tokens``, a recalled item longer than that is rendered as its passage
+    about ``query`` (:mod:`hmem.assembly.excerpt`). A tier's unused share goes to the
+    tiers that want more (:mod:`hmem.assembly._shares`). Raises
     :class:`~hmem.errors.BudgetError` when the system prompt and current turn alone do
     not fit (unless ``truncate_current_turn``, which cuts the current user text and
     appends :data:`TRUNCATION_MARKER`), :class:`~hmem.errors.InvalidInput` on bad input.
@@ -182,6 +194,14 @@ def assemble(
     cutoff = check_relevance_cutoff(relevance_cutoff)
     if max_recalled is not None:
         max_recalled = check_int_at_least(max_recalled, "max_recalled", 0)
+    if stop is not None and not isinstance(stop, StopRule):
+        raise InvalidInput("stop must be a StopRule or None", field="stop")
+    if memory_budget is not None:
+        memory_budget = check_int_at_least(memory_budget, "memory_budget", 0)
+    if excerpt_tokens is not None:
+        excerpt_tokens = check_int_at_least(excerpt_tokens, "excerpt_tokens", MIN_EXCERPT_TOKENS)
+    if query is not None and not isinstance(query, str):
+        raise InvalidInput("query must be a string or None", field="query")
 
     report: list[ReportItem] = []
     before, turn = split_current_turn(buffer)
@@ -226,10 +246,11 @@ def assemble(
     # Priority order: history newest first, then summary, profile, recalled.
     state.candidates.extend(reversed(history))
     state.candidates.extend(memory_candidates(state, summary_text, entries, hits, report,
-                                              relevance_cutoff=cutoff, max_recalled=max_recalled))
+                                              relevance_cutoff=cutoff, max_recalled=max_recalled, stop=stop,
+                                              query=query, excerpt_tokens=excerpt_tokens))
     cap_tokens = {tier: None if caps is None else caps.tokens(tier, limit) for tier in TIERS}
     cap_tokens = flex_caps(cap_tokens, tier_demand(state), limit - required)
-    greedy(state, limit - required, cap_tokens)
+    greedy(state, limit - required, cap_tokens, memory_budget)
 
     final = render_messages(state)
     total = counter.count_messages(final)

@@ -36,7 +36,6 @@ from pydantic import ConfigDict
 
 from hmem.errors import InvalidInput
 from hmem.memory import Memory
-from hmem.tokens.models import resolve_model
 from hmem.types import ROLES, Message, ToolCall, check_id
 
 __all__ = ["HmemMemory", "from_llamaindex", "to_llamaindex"]
@@ -183,13 +182,13 @@ class HmemMemory(BaseMemory):
         """The assembled context for the next model call, as ChatMessages."""
         reserved = kwargs.get("initial_token_count") or 0
         budget = self.budget
-        if reserved:
-            full = budget if budget is not None else (
-                resolve_model(self.model or self.memory.options.model).context_window
-                - self.memory.options.reply_reserve)
-            budget = full - reserved
+        reply_reserve = None
+        if reserved and budget is not None:
+            budget -= reserved
+        elif reserved:  # no budget: keep context()'s default memory budget, in a window made smaller
+            reply_reserve = self.memory.options.reply_reserve + reserved
         ctx = self.memory.context(self.user_id, self.session_id, input, model=self.model, budget=budget,
-                                  system_prompt=self.system_prompt)
+                                  reply_reserve=reply_reserve, system_prompt=self.system_prompt)
         return [to_llamaindex(m) for m in ctx.messages]
 
     def get_all(self) -> list[ChatMessage]:

@@ -44,7 +44,7 @@ from hmem.longterm.crosslingual import (
 )
 from hmem.longterm.feedback import rounds_of
 from hmem.longterm.index_text import MAX_INDEX_CHARS
-from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent
+from hmem.longterm.keys import SentenceKeyIndex, fold_keys, key_parent, nearest_keys
 from hmem.longterm.options import RecallOptions
 from hmem.longterm.stages import Diversity, Ranking
 from hmem.longterm.synonyms import expand_query
@@ -90,8 +90,9 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
         return _one_retriever(ports, user_id, query, k, fusion == "lexical", flt=flt, allowed=allowed)
     qvec = ports.embedder.embed_query([query])[0]
     dense = _dense(ports.vectors, user_id, qvec, depth, flt=flt, allowed=allowed)
+    passages: dict[str, int] = {}
     if ports.keys is not None:
-        dense = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
+        dense, passages = _with_keys(ports.keys, user_id, qvec, depth, dense, flt=flt, allowed=allowed)
     # Family words in other words ("父母" for "爸妈"): BM25 only (hmem.longterm.synonyms).
     expanded = synonyms = expand_query(query)
     if config.cross_lingual:
@@ -123,8 +124,9 @@ def run_recall(  # noqa: PLR0917  # the checked arguments of LongTermStore.recal
     for stage in stages:
         stage.apply(ranking)
     shown = valid.first(ranking.order, k)
-    return to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
+    hits = to_hits(shown, ranking.scored, ranking.fused, valid, lexical=lexical, dense=dense,
                    rounds=rounds_of(shown, ranking.heads, ranking.kept))
+    return [replace(h, passage=passages[h.item.id]) if h.item.id in passages else h for h in hits]
 
 
 def _coverage(index: LexicalIndex, user_id: str, query: str, lexical: Sequence[ScoredId], *,
@@ -161,7 +163,7 @@ def _one_retriever(
         qvec = ports.embedder.embed_query([query])[0]
         found = _dense(ports.vectors, user_id, qvec, k, flt=flt, allowed=allowed)
         if ports.keys is not None:
-            found = _with_keys(ports.keys, user_id, qvec, k, found, flt=flt, allowed=allowed)
+            found, _ = _with_keys(ports.keys, user_id, qvec, k, found, flt=flt, allowed=allowed)
     valid = _Confirmed(ports.items, user_id, flt, allowed, eager=False)
     valid.confirm(h.id for h in found)
     ranked = [h for h in found if h.id in valid]
@@ -244,14 +246,17 @@ class _Confirmed(Mapping[str, MemoryItem]):
 def _with_keys(
     keys: SentenceKeyIndex, user_id: str, qvec: Sequence[float], depth: int, own: list[ScoredId], *,
     flt: ItemFilter, allowed: set[str] | None,
-) -> list[ScoredId]:
-    """``own`` (the dense hits) folded with the nearest sentence keys: keys carry their
+) -> tuple[list[ScoredId], dict[str, int]]:
+    """``own`` (the dense hits) folded with the nearest sentence keys, and per turn the
+    number of its key nearest the query (the passage an excerpt shows): keys carry their
     turn's metadata, so the filter's ``where`` holds for them; the allowed ids are
     checked on their turns."""
     found = keys.search(user_id, qvec, depth, where=dense_where(flt) or None)
     if allowed is not None:
         found = [h for h in found if key_parent(h.id) in allowed]
-    return fold_keys(own, found)[:depth] if found else own
+    if not found:
+        return own, {}
+    return fold_keys(own, found)[:depth], nearest_keys(found)
 
 
 def _dense(

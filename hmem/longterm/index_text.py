@@ -54,6 +54,7 @@ Example::
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hmem.longterm.dates import date_keys, day_key, resolve_dates
 from hmem.types import MAX_CONTENT_CHARS, MemoryItem
@@ -68,6 +69,7 @@ __all__ = [
     "SAID_KEY",
     "dense_line",
     "dense_text",
+    "key_positions",
     "lexical_text",
     "sentence_keys",
     "sentences",
@@ -134,10 +136,21 @@ def sentence_keys(item: MemoryItem) -> list[str]:
     """
     if item.kind != "turn":
         return []
-    worthy = [s for s in sentences(item.text) if _KEY_WORTHY.search(s)]
+    parts = sentences(item.text)
+    worthy = [parts[i] for i in key_positions(parts)]
     if len(worthy) < 2:
         return []
-    return [dense_line(item.kind, item.speaker, s) for s in worthy[:MAX_SENTENCE_KEYS]]
+    return [dense_line(item.kind, item.speaker, s) for s in worthy]
+
+
+def key_positions(parts: Sequence[str]) -> list[int]:
+    """Where in a turn's :func:`sentences` its sentence keys come from: key ``n`` is
+    ``parts[key_positions(parts)[n]]`` (the first :data:`MAX_SENTENCE_KEYS` worth a key).
+
+    >>> key_positions(["Hi!", "Great news.", "OK.", "I signed up."])
+    [1, 3]
+    """
+    return [i for i, s in enumerate(parts) if _KEY_WORTHY.search(s)][:MAX_SENTENCE_KEYS]
 
 
 def _first_fitting(*candidates: str) -> str:

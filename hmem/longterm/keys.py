@@ -36,7 +36,7 @@ from hmem.types import MAX_ID_CHARS, MemoryItem
 
 __all__ = [
     "KEY_SEPARATOR", "InlineSentenceKeys", "KeyJob", "SentenceKeyIndex", "fold_keys", "key_ids", "key_jobs",
-    "key_parent", "settle_stamp", "submit_turns", "write_keys",
+    "key_parent", "nearest_keys", "settle_stamp", "submit_turns", "write_keys",
 ]
 
 #: Between a turn's id and the number of one of its keys.
@@ -93,6 +93,20 @@ def fold_keys(own: Sequence[ScoredId], keys: Sequence[ScoredId]) -> list[ScoredI
             mine = key if floor is None else min(floor, key)
         scores[parent] = (mine + max(mine, key)) / 2
     return [ScoredId(d, s) for d, s in sorted(scores.items(), key=lambda p: (-p[1], p[0]))]
+
+
+def nearest_keys(keys: Sequence[ScoredId]) -> dict[str, int]:
+    """Per turn, the number of its key scoring best among ``keys``. Pure.
+
+    >>> nearest_keys([ScoredId("b#k1", 0.9), ScoredId("b#k0", 0.7), ScoredId("a#k2", 0.5)])
+    {'b': 1, 'a': 2}
+    """
+    best: dict[str, tuple[float, int]] = {}
+    for hit in keys:
+        parent, _, number = hit.id.rpartition(KEY_SEPARATOR)
+        if parent and number.isdigit() and hit.score > best.get(parent, (float("-inf"), 0))[0]:
+            best[parent] = (hit.score, int(number))
+    return {parent: number for parent, (_, number) in best.items()}
 
 
 def settle_stamp(index: VectorIndex, embedder: Embedder, user_id: str) -> None:

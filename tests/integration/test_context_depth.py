@@ -11,11 +11,13 @@ settings (ConfigError).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from hmem.assembly.assemble import RELEVANCE_CUTOFF
+from hmem.build import build_parts
 from hmem.config import Settings
 from hmem.errors import ConfigError, InvalidInput
 from hmem.memory import Memory
@@ -146,3 +148,61 @@ def test_reply_reserve_sizes_the_default_budget_and_is_checked(mem: Memory) -> N
         with pytest.raises(InvalidInput) as info:
             mem.context("u1", "s1", reply_reserve=bad)  # type: ignore[arg-type]
         assert info.value.field == "reply_reserve"
+
+
+def test_without_a_budget_memory_does_not_grow_with_the_window(mem: Memory) -> None:
+    """gpt-4o-mini's window is 128k: the default prompt stays near what the evidence needs."""
+    for text in [*_trip_facts(150), *UNRELATED]:
+        mem.remember("u1", text)
+    ctx = mem.context("u1", "new-session", query=QUERY)
+    assert ctx.report.budget == 128_000 - mem.options.reply_reserve
+    memory = sum(t.tokens for t in ctx.report.tiers if t.tier in ("summary", "profile", "recalled"))
+    assert 0 < memory <= mem.options.memory_budget  # type: ignore[operator]
+    recalled = ctx.report.tier("recalled")
+    assert recalled.stopped_by in ("threshold", "memory budget"), recalled
+    assert recalled.stop_note is not None and recalled.stop_note.startswith("stopped: ")
+    if recalled.stopped_by == "threshold":
+        assert recalled.estimate is not None and 0 < recalled.estimate < 1
+    # An explicit budget is still spent.
+    spent = mem.context("u1", "new-session", query=QUERY, budget=6000).report.tier("recalled")
+    assert spent.kept > recalled.kept and spent.tokens > recalled.tokens and spent.stopped_by != "threshold"
+
+
+def _with_excerpts(path: Path, embedder: SentenceTransformerEmbedder, tokens: int) -> Memory:
+    """A Memory whose options render recalled items past ``tokens`` as excerpts (off by default)."""
+    parts = build_parts(Settings.from_env({}, data_dir=str(path), vectors="memory"), embedder=embedder)
+    return Memory(replace(parts, options=replace(parts.options, excerpt_tokens=tokens)))
+
+
+def test_excerpts_are_off_by_default(mem: Memory) -> None:
+    assert mem.options.excerpt_tokens is None
+
+
+def test_a_long_reply_is_recalled_as_its_passage(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:
+    with _with_excerpts(tmp_path / "excerpts", embedder, 80) as mem:
+        _long_reply_is_recalled_as_its_passage(mem)
+
+
+def _long_reply_is_recalled_as_its_passage(mem: Memory) -> None:
+    chatter = " ".join(f"Step {i}: keep stirring the sauce slowly and taste it as you go along." for i in range(30))
+    reply = f"{chatter} Since you told me basil tastes like soap to you, leave the basil out of your pesto. {chatter}"
+    mem.add("u1", "s1", [{"role": "user", "content": "Can you walk me through making pesto?", "id": "q1"},
+                         {"role": "assistant", "content": reply, "id": "r1"}])
+    for text in UNRELATED:  # a few more memories, so that scores have a spread
+        mem.remember("u1", text)
+    ctx = mem.context("u1", "s2", query="Which herb should I leave out of the pesto?", budget=4000)
+    text = ctx.messages[0]["content"]
+    assert "leave the basil out of your pesto" in text
+    assert text.count("keep stirring") < 10, "the reply is excerpted, not whole"
+    line = next(r for r in ctx.report.items if r.tier == "recalled" and r.kept and r.whole_tokens)
+    assert line.whole_tokens is not None and line.whole_tokens > 3 * line.tokens
+    assert mem.items("u1", ids=[line.ref])[0].text == reply, "the report points to the whole turn"
+
+
+def test_memory_budget_setting_is_read_and_checked() -> None:
+    """Tried: memory_budget "-5" and "lots" (ConfigError); "none" means the window."""
+    assert Settings.from_env({}, memory_budget="none").memory_budget is None
+    assert Settings.from_env({}, memory_budget="800").memory_budget == 800
+    for bad in ("-5", "lots"):
+        with pytest.raises(ConfigError, match="memory_budget"):
+            Settings.from_env({}, memory_budget=bad)

@@ -173,3 +173,14 @@ def test_bad_construction_is_refused(mem: Memory, kwargs: dict[str, Any], field:
     with pytest.raises(InvalidInput) as caught:
         HmemMemory(**{"memory": mem, **kwargs})
     assert caught.value.field == field
+
+
+def test_get_without_a_budget_keeps_the_default_memory_budget_when_the_engine_reserves_tokens(mem: Memory) -> None:
+    for i in range(200):
+        mem.remember("u1", f"Note {i}: the cello lesson moved to room {100 + i} on floor {i % 5}.")
+    memory = HmemMemory(mem, "u1", "s1", model="gpt-4o-mini")
+    memory.put(ChatMessage(role="user", content="Where is my cello lesson?"))
+    count = get_tokenizer("gpt-4o-mini").count_messages
+    reserved = [from_llamaindex(m) for m in memory.get(initial_token_count=5000)]
+    assert mem.options.memory_budget is not None
+    assert 0 < count(reserved) <= mem.options.memory_budget + 100, "not the whole window less what was reserved"

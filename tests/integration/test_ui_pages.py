@@ -179,3 +179,17 @@ def test_superseded_facts_show_beside_their_newer_version_linked_both_ways(site:
     # A page that shows one version names the other, with its text.
     assert "superseded by" in old_session and york.text in old_session
     assert "supersedes" in new_message and leeds.text in new_message
+
+
+def test_ask_without_a_budget_says_why_the_recalled_tier_stopped_and_shows_each_chance(
+        site: tuple[str, Memory]) -> None:
+    url, mem = site
+    for i in range(60):
+        mem.remember("carol", f"Note {i}: the choir rehearsal moved to hall {i} on {['Monday', 'Friday'][i % 2]}.")
+    mem.add("carol", "c1", [{"role": "user", "content": "Hello again."}])  # the page asks within a session
+    with client(url) as c:  # the admin key
+        page = c.get("/ui/users/carol/ask", params={"q": "Where is the choir rehearsal now?"})
+    assert page.status_code == 200, page.text[:300]
+    assert re.search(r"stopped: (next item below the calibrated threshold \(estimated chance \d+\.\d%\)"
+                     r"|the default memory budget was used)", page.text), page.text[page.text.find('id="tiers"'):][:3000]
+    assert re.search(r'data-label="chance"[^>]*>\d+\.\d%<', page.text)
