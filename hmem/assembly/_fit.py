@@ -89,8 +89,7 @@ def memory_candidates(
             when=(item.created_at, item.id), group_line=group, group_tokens=group_tokens[group],
             chance=chance, whole_tokens=whole_tokens,
         )
-        words = frozenset(tokenize(item.text))
-        if item.id in seen or (item.source_message_id or "") in emitted or near_duplicate(words, said):
+        if item.id in seen or (item.source_message_id or "") in emitted:
             candidate.reason = "duplicate"
         elif floor is not None and hit.score < floor:
             candidate.reason = "relevance"
@@ -98,6 +97,8 @@ def memory_candidates(
             candidate.reason = "threshold"
         elif max_recalled is not None and distinct >= max_recalled:
             candidate.reason = "recall limit"
+        elif near_duplicate(words := frozenset(tokenize(item.text)), said):  # only hits that would be taken
+            candidate.reason = "duplicate"
         else:
             distinct += 1
             said.append(words)

@@ -94,4 +94,7 @@ def near_duplicate(words: frozenset[str], seen: Sequence[frozenset[str]], thresh
     """
     if not words:
         return False
-    return any(len(words & other) / len(words | other) >= threshold for other in seen if other)
+    size = len(words)
+    # Jaccard is at most min/max of the sizes: most pairs are ruled out without a set operation.
+    return any(min(size, len(other)) >= threshold * max(size, len(other))
+               and len(words & other) / len(words | other) >= threshold for other in seen if other)
