@@ -228,7 +228,7 @@ class Memory:
         assembles system prompt, current turn, history, summary, profile and recalled
         items in that priority order. Without ``budget``, memory does not grow with the
         window: summary, profile and recalled items take at most ``options.memory_budget``
-        tokens together, and the recalled tier stops at the first hit whose estimated
+        tokens together, and the recalled tier leaves out every hit whose estimated
         chance of holding the answer is not worth its tokens (``options.stop``,
         :mod:`hmem.assembly.stopping`). With ``budget``, the budget is spent: the
         recalled tier takes hits best first until its share is used. Either way it stops

@@ -6,8 +6,9 @@ estimates, for each hit, the chance that it holds the answer from what the assem
 see — its rank, its score against the best one, and whether both retrievers found it — with
 a logistic model fitted on our dev sets (``bench/fit_stopping.py``: LoCoMo dev 1-3, the
 sample set, the assistant set; checked on LoCoMo dev 4-5 and our assistant and mixed test
-splits). The tier takes hits best first while that chance is worth the hit's tokens:
-``chance >= tokens / tokens_per_answer``. ``tokens_per_answer`` is the price: how many
+splits). The tier takes each hit, best first, whose chance is worth its tokens —
+``chance >= tokens / tokens_per_answer`` — and leaves out the others (the chance falls
+with rank, so in practice the tier stops; the report names the first one left out). ``tokens_per_answer`` is the price: how many
 prompt tokens one answer is worth. The default, 24,000, was chosen on the dev sets: the
 dearest of 3,000 / 6,000 / 12,000 / 24,000 whose mean prompt stays within 1,500 tokens on
 each dev set (#36's target) under the default memory budget, 1,500 tokens (itself picked
