@@ -26,6 +26,7 @@ SAMPLE_SETS = {
     "assistant-test": Path(__file__).resolve().parents[1] / "data" / "test" / "assistant",
     "mixed-test": Path(__file__).resolve().parents[1] / "data" / "test" / "conversations",
     "paraphrase-test": Path(__file__).resolve().parents[1] / "data" / "test" / "paraphrase",
+    "assistant2-test": Path(__file__).resolve().parents[1] / "data" / "test" / "assistant2",
 }
 DATASETS = ("locomo", *SAMPLE_SETS)
 
@@ -33,7 +34,8 @@ DATASETS = ("locomo", *SAMPLE_SETS)
 def load_dataset(name: str) -> EvalDataset:
     """``"locomo"`` (the dev split under ../shared/data/locomo) or a sample-format set of
     :data:`SAMPLE_SETS`: ``"sample"`` (data/), ``"assistant"`` (../shared/data/assistant),
-    and the held-out ``"assistant-test"``, ``"mixed-test"``, ``"paraphrase-test"``."""
+    and the held-out ``"assistant-test"``, ``"mixed-test"``, ``"paraphrase-test"``,
+    ``"assistant2-test"`` (written 2026-12-05, after the ``speaker`` stage, blind to the code)."""
     if name == "locomo":
         return load_locomo(default_locomo_dir() / "locomo_dev.json")
     return load_sample(SAMPLE_SETS[name])

@@ -36,6 +36,7 @@ from typing import Any
 from _ingest import DATASETS, ingest_once, load_dataset, part_ids
 
 from hmem.eval.model import EvalDataset, EvalQuestion
+from hmem.eval.opener import check_settings
 from hmem.memory import Memory
 
 QUERY_SESSION = "hmem-bench-depth"
@@ -68,8 +69,9 @@ class Cell:
     stops: Counter[str] = field(default_factory=Counter)
 
 
-def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str]) -> Memory:
-    mem = Memory.open(workdir / "data")
+def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str],
+          settings: dict[str, Any] | None = None) -> Memory:
+    mem = Memory.open(workdir / "data", **(settings or {}))
     ingest_once(mem, workdir, [c for c in dataset.conversations if c.id in conversations])
     return mem
 
@@ -207,6 +209,9 @@ def main() -> None:
     parser.add_argument("--variants", default=None, help="with --dump: semicolon-separated option changes, one "
                         "dump each (FILE-<variant>.jsonl), e.g. 'price=3000;price=6000,excerpt=80' (see _variant)")
     parser.add_argument("--score", type=Path, nargs="+", default=None, help="score dumps written by --dump")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="open the store with this setting (repeatable), as `hmem eval --set`: "
+                        "e.g. --set speaker_weight=0 for a before/after on one store")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     budgets = [None if b.strip() == "default" else int(b) for b in args.budgets.split(",")]
@@ -225,7 +230,8 @@ def main() -> None:
     dataset = load_dataset(args.dataset)
     conversations = part_ids(dataset, args.dataset, args.part)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    mem = _open(args.workdir, dataset, conversations)
+    chosen = check_settings(dict(pair.split("=", 1) for pair in args.set)) if args.set else {}
+    mem = _open(args.workdir, dataset, conversations, chosen)
     questions = _questions(dataset, conversations)
     extra: dict[str, Any] = {} if args.k is None else {"k": args.k}
     try:

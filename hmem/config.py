@@ -144,6 +144,7 @@ class Settings:
     time_weight: float | None = None  # boost of items in a date the question names, 0 (off) to 10; none = default
     session_weight: float | None = None  # share of its session's best other hit a hit gains, 0 (off) to 10; none = default
     question_weight: float | None = None  # how much a hit that asks is scored down, 0 (off) to 1; none = default
+    speaker_weight: float | None = None  # asked in the first person, how much assistant turns score down, 0 (off) to 1
     specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     cross_lingual: bool | None = None  # English <-> Chinese dictionary terms in the BM25 query; none = default (on)

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from datetime import date, datetime, timedelta
 
@@ -26,8 +27,9 @@ from hmem.session.extractive import FIRST_PERSON
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
-    "SESSION_SPAN", "SPECIFIC_TERMS", "Scored", "best_first", "boosted_scores", "boosts_read_items", "demote_questions",
-    "fusion_rrf", "fusion_weighted", "promote_specific", "question_share", "session_support", "specificity", "to_hits",
+    "SESSION_SPAN", "SPECIFIC_TERMS", "Scored", "asks_about_the_user", "best_first", "boosted_scores",
+    "boosts_read_items", "demote_questions", "demote_speaker", "fusion_rrf", "fusion_weighted", "promote_specific",
+    "question_share", "session_support", "specificity", "to_hits",
 ]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
@@ -199,6 +201,48 @@ def demote_questions(pool: Sequence[str], scored: Scored, share_of: Mapping[str,
     (0.7, {'question': 0.7})
     """
     return _rescale(pool, scored, {d: 1.0 - weight * share for d, share in share_of.items()}, "question")
+
+
+#: The asker in the first person singular ("we" may be the user and the assistant: "when
+#: we worked through the formula…"; 我们 likewise).
+_ASKER = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|me|my|mine|myself)\b|我(?!们)", re.IGNORECASE)
+#: A question that addresses the assistant ("the plan you drew up", 你推荐的) asks for
+#: what the assistant said.
+_ADDRESSED = re.compile(r"\b(?:you|you're|you've|you'll|you'd|your|yours|yourself)\b|你|您", re.IGNORECASE)
+
+
+def asks_about_the_user(question: str) -> bool:
+    """Whether ``question`` asks about the one asking and not about what the other side
+    said: it holds a first-person singular word (I, my, me, 我) and no second-person one
+    (you, your, 你, 您).
+
+    In a user↔assistant chat, what the user lives, owns, plans and likes was said by the
+    user; the assistant's replies echo it at length ("Since your Gaggia…") and crowd the
+    user's own statement out of the first hits. A question that addresses the assistant
+    ("which tune did you set for week 3?") asks for the assistant's words, and is left alone.
+
+    >>> asks_about_the_user("Which herb should I leave out for Maya?"), asks_about_the_user("我住在哪里？")
+    (True, True)
+    >>> asks_about_the_user("Which routine did you draw up for me?"), asks_about_the_user("When did we meet?")
+    (False, False)
+    >>> asks_about_the_user("What does Caroline paint?")
+    False
+    """
+    return bool(_ASKER.search(question)) and not _ADDRESSED.search(question)
+
+
+def demote_speaker(pool: Sequence[str], scored: Scored, roles: Mapping[str, str | None], weight: float) -> list[str]:
+    """``pool`` best first after each hit said by the assistant (``roles``: its role)
+    is multiplied by ``1 - weight``, recorded as the factor ``boosts["speaker"]``. Pure;
+    ``scored`` is updated in place.
+
+    >>> scored = {"reply": (1.0, {}), "said": (0.8, {})}
+    >>> demote_speaker(["reply", "said"], scored, {"reply": "assistant", "said": "user"}, 0.3)
+    ['said', 'reply']
+    >>> scored["reply"]
+    (0.7, {'speaker': 0.7})
+    """
+    return _rescale(pool, scored, {d: 1.0 - weight for d, role in roles.items() if role == "assistant"}, "speaker")
 
 
 #: At most this many rare words count towards :func:`specificity`: a long turn is not

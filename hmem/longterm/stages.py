@@ -10,6 +10,7 @@ call asks); then each stage of :attr:`LongTermConfig.stages
 ``feedback``    a second BM25 round with the top hits' own words (off by default)
 ``session``     a hit gains from the best other hit of its sitting
 ``question``    a turn that asks scores down (the answer is the next turn)
+``speaker``     asked in the first person, the assistant's turns score down (the user said it)
 ``specific``    a hit holding words rare in the user's archive scores up (off by default)
 ``superseded``  a fact a newer version replaced scores down
 ``mmr``         diversity (only when a call passes ``mmr_lambda``)
@@ -24,9 +25,9 @@ The pure scoring rules they apply live in :mod:`hmem.longterm._rank` and
 Example::
 
     >>> [s.name for s in default_stages()]
-    ['time', 'session', 'question', 'superseded']
+    ['time', 'session', 'question', 'speaker', 'superseded']
     >>> [s.name for s in default_stages(feedback=Feedback(rounds=2), specific=SpecificAnswers(0.3))]
-    ['time', 'feedback', 'session', 'question', 'specific', 'superseded']
+    ['time', 'feedback', 'session', 'question', 'speaker', 'specific', 'superseded']
     >>> [s.name for s in default_stages(only=("session", "superseded"))]
     ['session', 'superseded']
 """
@@ -43,10 +44,12 @@ from hmem.longterm import fusion as fz
 from hmem.longterm._rank import (
     SESSION_SPAN,
     Scored,
+    asks_about_the_user,
     best_first,
     boosted_scores,
     boosts_read_items,
     demote_questions,
+    demote_speaker,
     promote_specific,
     question_share,
     session_support,
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STAGE_NAMES", "Diversity", "Feedback", "QuestionDemotion", "RankStage", "Ranking", "SessionSupport",
-    "SpecificAnswers", "SupersededDemotion", "TimeBoost", "check_stage_names", "default_stages",
+    "SpeakerPrior", "SpecificAnswers", "SupersededDemotion", "TimeBoost", "check_stage_names", "default_stages",
 ]
 
 #: A feedback round contrasts its top hits with this many of the previous round's best
@@ -249,6 +252,33 @@ class QuestionDemotion:
 
 
 @dataclass(frozen=True, slots=True)
+class SpeakerPrior:
+    """A question about the one asking ("Which roaster did I buy from?", 我住在哪里?;
+    :func:`~hmem.longterm._rank.asks_about_the_user`) is answered by what the user said:
+    the assistant's turns of the head score ``1 - weight`` times theirs. A question that
+    addresses the assistant ("the plan you drew up"), or names no one in the first
+    person, is left alone; so are items without a role (facts) and the user's turns.
+    After session support: an assistant reply still tells which sitting is on the topic."""
+
+    weight: float = 0.3
+    name: ClassVar[str] = "speaker"
+
+    def apply(self, ranking: Ranking) -> None:
+        if not asks_about_the_user(ranking.query):
+            return
+
+        def demote(pool: list[str]) -> list[str]:
+            roles = {d: _role(ranking.candidates[d]) for d in pool}
+            return demote_speaker(pool, ranking.scored, roles, self.weight)
+        ranking.reorder_head(demote)
+
+
+def _role(item: MemoryItem) -> str | None:
+    role = item.metadata.get("role") if item.kind == "turn" else None
+    return role if isinstance(role, str) else None
+
+
+@dataclass(frozen=True, slots=True)
 class SpecificAnswers:
     """A hit holding words rare in the user's archive (held by at most ``share`` of
     their documents, and not in the question) scores up to ``1 + weight`` times more
@@ -315,7 +345,7 @@ class Diversity:
 
 
 #: The default stages' names, in the order they run.
-STAGE_NAMES = ("time", "feedback", "session", "question", "specific", "superseded")
+STAGE_NAMES = ("time", "feedback", "session", "question", "speaker", "specific", "superseded")
 
 
 def check_stage_names(names: object, what: str = "recall_stages") -> tuple[str, ...]:
@@ -339,7 +369,8 @@ def check_stage_names(names: object, what: str = "recall_stages") -> tuple[str, 
 def default_stages(
     *, only: Iterable[str] | None = None, time: TimeBoost = TimeBoost(), feedback: Feedback = Feedback(rounds=1),
     session: SessionSupport = SessionSupport(), question: QuestionDemotion = QuestionDemotion(),
-    specific: SpecificAnswers = SpecificAnswers(weight=0.0), superseded: SupersededDemotion = SupersededDemotion(),
+    speaker: SpeakerPrior = SpeakerPrior(), specific: SpecificAnswers = SpecificAnswers(weight=0.0),
+    superseded: SupersededDemotion = SupersededDemotion(),
 ) -> tuple[RankStage, ...]:
     """The stages recall runs, in order: the one place that lists them. A stage whose
     weight turns it off (0; ``superseded`` 1; ``feedback`` one round: the defaults of
@@ -350,6 +381,7 @@ def default_stages(
         (feedback, feedback.rounds > 1),
         (session, bool(session.weight)),
         (question, bool(question.weight)),
+        (speaker, bool(speaker.weight)),
         (specific, bool(specific.weight)),
         (superseded, superseded.weight < 1.0),
     )

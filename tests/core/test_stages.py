@@ -11,14 +11,14 @@ import pytest
 from hmem.build import longterm_config
 from hmem.config import Settings
 from hmem.errors import ConfigError
-from hmem.longterm.stages import STAGE_NAMES, Feedback, SessionSupport, check_stage_names, default_stages
+from hmem.longterm.stages import STAGE_NAMES, Feedback, SessionSupport, SpeakerPrior, check_stage_names, default_stages
 from hmem.longterm.types import LongTermConfig
 
 
 def test_the_default_stages_run_in_the_listed_order() -> None:
     # feedback and specific are off by default (docs/bench-ablation.md); turned on, every
     # stage runs in the one listed order.
-    assert tuple(s.name for s in LongTermConfig().stages) == ("time", "session", "question", "superseded")
+    assert tuple(s.name for s in LongTermConfig().stages) == ("time", "session", "question", "speaker", "superseded")
     on = LongTermConfig(feedback_rounds=2, specific_weight=0.3)
     assert tuple(s.name for s in on.stages) == STAGE_NAMES
 
@@ -31,13 +31,15 @@ def test_a_subset_keeps_the_canonical_order_whatever_order_it_is_named_in() -> N
 
 def test_a_weight_that_turns_a_stage_off_leaves_it_out() -> None:
     cfg = LongTermConfig(session_weight=0.0, feedback_rounds=1, superseded_weight=1.0, specific_weight=0.3)
-    assert [s.name for s in cfg.stages] == ["time", "question", "specific"]
+    assert [s.name for s in cfg.stages] == ["time", "question", "speaker", "specific"]
+    assert "speaker" not in [s.name for s in LongTermConfig(speaker_weight=0.0).stages]
 
 
 def test_each_stage_carries_its_own_config_from_the_long_term_config() -> None:
-    cfg = LongTermConfig(session_weight=0.7, feedback_rounds=3, feedback_terms=5)
+    cfg = LongTermConfig(session_weight=0.7, feedback_rounds=3, feedback_terms=5, speaker_weight=0.6)
     by_name = {s.name: s for s in cfg.stages}
     assert by_name["session"] == SessionSupport(weight=0.7)
+    assert by_name["speaker"] == SpeakerPrior(weight=0.6)
     assert by_name["feedback"] == Feedback(rounds=3, docs=3, terms=5, weight=0.2)
 
 

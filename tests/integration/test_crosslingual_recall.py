@@ -13,9 +13,12 @@ from hmem.memory import Memory
 
 pytestmark = pytest.mark.slow
 
+#: Said in turn by the user (even lines) and the assistant (odd). The durian line, asked
+#: about in the first person, is the user's (asked about the asker, recall ranks the
+#: assistant's turns down: the `speaker` stage).
 SAID = [
-    "I spent the weekend fixing the bike chain and cleaning the garage.",
     "另外提醒一下，我对榴莲完全没办法，闻到就头痛，所以别推荐任何榴莲甜品。",
+    "I spent the weekend fixing the bike chain and cleaning the garage.",
     "Work has been busy, the quarterly report is due on Friday.",
     "我们下个月要去槟城玩三天，想吃当地的小吃。",
     "My sister moved to Melbourne last year and loves the coffee there.",
