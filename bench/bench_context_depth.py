@@ -35,6 +35,7 @@ from typing import Any
 
 from _ingest import DATASETS, ingest_once, load_dataset, part_ids
 
+from hmem.cli.eval_cmd import parse_setting
 from hmem.eval.model import EvalDataset, EvalQuestion
 from hmem.eval.opener import check_settings
 from hmem.memory import Memory
@@ -209,7 +210,7 @@ def main() -> None:
     parser.add_argument("--variants", default=None, help="with --dump: semicolon-separated option changes, one "
                         "dump each (FILE-<variant>.jsonl), e.g. 'price=3000;price=6000,excerpt=80' (see _variant)")
     parser.add_argument("--score", type=Path, nargs="+", default=None, help="score dumps written by --dump")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+    parser.add_argument("--set", action="append", default=[], type=parse_setting, metavar="NAME=VALUE",
                         help="open the store with this setting (repeatable), as `hmem eval --set`: "
                         "e.g. --set speaker_weight=0 for a before/after on one store")
     args = parser.parse_args()
@@ -230,7 +231,7 @@ def main() -> None:
     dataset = load_dataset(args.dataset)
     conversations = part_ids(dataset, args.dataset, args.part)
     args.workdir.mkdir(parents=True, exist_ok=True)
-    chosen = check_settings(dict(pair.split("=", 1) for pair in args.set)) if args.set else {}
+    chosen = check_settings(dict(args.set)) if args.set else {}
     mem = _open(args.workdir, dataset, conversations, chosen)
     questions = _questions(dataset, conversations)
     extra: dict[str, Any] = {} if args.k is None else {"k": args.k}
