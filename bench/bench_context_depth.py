@@ -80,7 +80,8 @@ def _open(workdir: Path, dataset: EvalDataset, conversations: Sequence[str],
 def _variant(mem: Memory, spec: str) -> Memory:
     """``mem``'s parts with options changed by ``spec``: comma-separated ``price=`` (the
     calibrated stop's tokens per answer), ``memory=`` (memory budget, ``none``),
-    ``excerpt=`` (excerpt tokens, ``none``). Close only ``mem``: the parts are shared."""
+    ``excerpt=`` (excerpt tokens, ``none``), ``dates=`` (1/0: the template's
+    ``resolve_dates``). Close only ``mem``: the parts are shared."""
     from dataclasses import replace
 
     from hmem.assembly.stopping import StopRule
@@ -94,11 +95,13 @@ def _variant(mem: Memory, spec: str) -> Memory:
         number = None if value == "none" else float(value)
         if key == "price":
             options = replace(options, stop=None if number is None else StopRule(tokens_per_answer=number))
+        elif key == "dates":  # resolve_dates of the template: dates=0 shows turns as said
+            options = replace(options, template=replace(options.template, resolve_dates=bool(number)))
         elif key in ("memory", "excerpt"):
             field = {"memory": "memory_budget", "excerpt": "excerpt_tokens"}[key]
             options = replace(options, **{field: None if number is None else int(number)})
         else:
-            raise SystemExit(f"unknown variant key {key!r} (price, memory, excerpt)")
+            raise SystemExit(f"unknown variant key {key!r} (price, memory, excerpt, dates)")
     # Reads only: an engine of its own (the store's engine has its job kinds registered).
     return Memory(replace(parts, options=options, on_close=(), engine=JobEngine(MemoryJobQueue())))
 

@@ -29,7 +29,7 @@ __all__ = ["RECALL_WEIGHTS", "check_int_at_least", "check_tokenizer", "check_wei
 #: for ``LongTermConfig`` and for the ``HMEM_*`` settings that feed it, so they cannot drift.
 RECALL_WEIGHTS: dict[str, float] = {
     "time_weight": 10.0, "session_weight": 10.0, "question_weight": 1.0, "speaker_weight": 1.0,
-    "specific_weight": 10.0,
+    "current_weight": 10.0, "specific_weight": 10.0,
 }
 
 

@@ -104,8 +104,8 @@ def longterm_config(settings: Settings) -> LongTermConfig | None:
     """The long-term store's config from the ``HMEM_*`` recall knobs set (None: all defaults);
     a ``ConfigError`` naming the variables when LongTermConfig refuses them."""
     knobs = {name: value for name in ("candidates", "rerank_depth", "feedback_rounds", "time_weight", "session_weight",
-                                      "question_weight", "speaker_weight", "specific_weight", "cross_lingual",
-                                      "recall_stages")
+                                      "question_weight", "speaker_weight", "current_weight", "specific_weight",
+                                      "cross_lingual", "recall_stages")
              if (value := getattr(settings, name)) is not None}
     try:
         return LongTermConfig(**knobs) if knobs else None

@@ -145,6 +145,7 @@ class Settings:
     session_weight: float | None = None  # share of its session's best other hit a hit gains, 0 (off) to 10; none = default
     question_weight: float | None = None  # how much a hit that asks is scored down, 0 (off) to 1; none = default
     speaker_weight: float | None = None  # asked in the first person, how much assistant turns score down, 0 (off) to 1
+    current_weight: float | None = None  # asked how things stand now, the newest hits' gain, 0 (off) to 10; none = default
     specific_weight: float | None = None  # how much a hit holding rare words gains, 0 (off) to 10; none = default
     sentence_keys: bool = True  # archived turns also found by their sentences (keys built behind the add)
     cross_lingual: bool | None = None  # English <-> Chinese dictionary terms in the BM25 query; none = default (on)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 
 from hmem.assembly._state import AssemblyState, Candidate, block_open_cost, render_messages
 from hmem.assembly.excerpt import excerpt, near_duplicate
 from hmem.assembly.stopping import StopRule, features
 from hmem.errors import BudgetError
 from hmem.longterm.text import tokenize
+from hmem.protocols import Tokenizer
 from hmem.types import TIERS, Hit, Message, ProfileEntry, ReportItem, Tier
 
 __all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "relevance_floor", "truncate_turn"]
@@ -48,8 +50,11 @@ def memory_candidates(
     the best hit's score are pre-judged ``"relevance"``, hits whose estimated chance of
     holding the answer is not worth their tokens under ``stop`` ``"threshold"``, and
     distinct hits past ``max_recalled`` ``"recall limit"``. With ``excerpt_tokens``, a
-    longer recalled item is rendered as its passage about ``query`` (:func:`excerpt`)."""
+    longer recalled item is rendered as its passage about ``query`` (:func:`excerpt`).
+    A turn's relative dates (``template.resolve_dates``) are written out later, by
+    :func:`greedy`, and only on a hit whose plain line would fit."""
     template, counter = state.template, state.counter
+    as_said = replace(template, resolve_dates=False) if template.resolve_dates else template
     out: list[Candidate] = []
     if summary is not None:
         if summary.strip():
@@ -77,9 +82,9 @@ def memory_candidates(
         if excerpt_tokens is not None and query:
             passage = excerpt(item.text, query, excerpt_tokens, counter, hit.passage)
             if passage != item.text:
-                whole_tokens = counter.count(template.recalled(hit))
+                whole_tokens = counter.count(as_said.recalled(hit))
                 shown = replace(hit, item=replace(item, text=passage))
-        line = template.recalled(shown)
+        line = as_said.recalled(shown)
         group = template.recalled_group_line(shown)
         if group not in group_tokens:
             group_tokens[group] = counter.count(group) if group else 0
@@ -102,6 +107,8 @@ def memory_candidates(
         else:
             distinct += 1
             said.append(words)
+            if as_said is not template and item.kind == "turn":
+                candidate.dated = partial(template.recalled, shown)
         seen.add(item.id)
         out.append(candidate)
     return out
@@ -174,6 +181,12 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
             candidate.cost = cost
             if not block_open:
                 cost += block_open_cost(state)
+            fits = ((cap is None or spent[tier] + candidate.cost <= cap) and used + cost <= room
+                    and (memory_room is None or memory_used + cost <= memory_room))
+            if candidate.dated is not None and not blocked and fits:
+                # Dates only add words: a line too long plain is judged as it is, unscanned.
+                extra = _write_dates(candidate, counter)
+                candidate.cost, cost = candidate.cost + extra, cost + extra
         if blocked:
             candidate.reason = "budget"
         elif cap is not None and spent[tier] + candidate.cost > cap:
@@ -201,6 +214,18 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
             continue
         if tier == "history":
             history_cut = True
+
+
+def _write_dates(candidate: Candidate, counter: Tokenizer) -> int:
+    """Render ``candidate``'s line with its relative dates written out; the tokens added."""
+    assert candidate.dated is not None and candidate.line is not None
+    dated, candidate.dated = candidate.dated(), None
+    if dated == candidate.line:
+        return 0
+    ref, tokens = candidate.refs[0]
+    extra = counter.count(dated) - tokens
+    candidate.line, candidate.refs = dated, [(ref, tokens + extra)]
+    return extra
 
 
 def drop_until_fits(state: AssemblyState, limit: int) -> tuple[list[Message], int]:

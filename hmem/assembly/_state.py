@@ -9,6 +9,7 @@ Used by :mod:`hmem.assembly.assemble` (the entry point) and :mod:`hmem.assembly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -38,6 +39,9 @@ class Candidate:
     reason: DropReason | None = None
     chance: float | None = None  # a recalled item's estimated chance of holding the answer (calibrated stop)
     whole_tokens: int | None = None  # the whole item's tokens when ``line`` renders an excerpt
+    # A recalled turn's line with its relative dates written out, rendered only when the
+    # greedy finds that the plain line would fit (scanning a long reply costs ~0.2 ms).
+    dated: Callable[[], str] | None = None
 
 
 @dataclass

@@ -32,9 +32,12 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from datetime import date
+from functools import lru_cache
 from typing import Any, Literal
 
 from hmem.errors import InvalidInput
+from hmem.longterm.dates import annotate_dates
 from hmem.profile.model import format_value
 from hmem.types import Hit, ProfileEntry, ProfileValue
 
@@ -81,6 +84,11 @@ class ContextTemplate:
     models that reject a second system message); ``"separate"`` sends it as its own
     system message right after the system prompt.
 
+    ``resolve_dates``: a recalled turn's relative dates are written out, resolved against
+    the day it was said ("last Saturday" → "last Saturday (6 May 2023)";
+    :func:`~hmem.longterm.dates.annotate_dates`), so the model reading the memory months
+    later need not do the calendar arithmetic (facts are written so when extracted).
+
     ``recalled_order``: which recalled items are kept is always decided best match
     first; ``"chronological"`` (default) then shows them oldest first, so turns of one
     session stand together in the order they were said, each with its date;
@@ -104,6 +112,7 @@ class ContextTemplate:
     unknown_session: str = "unknown"
     memory_message: Literal["merge", "separate"] = "merge"
     recalled_order: Literal["chronological", "rank"] = "chronological"
+    resolve_dates: bool = True
 
     def __post_init__(self) -> None:
         allowed = {
@@ -118,6 +127,10 @@ class ContextTemplate:
             if spec.name == "memory_message":
                 if value not in ("merge", "separate"):
                     raise InvalidInput(f"{where} must be 'merge' or 'separate', got {value!r}", field=where)
+                continue
+            if spec.name == "resolve_dates":
+                if not isinstance(value, bool):
+                    raise InvalidInput(f"{where} must be True or False, got {value!r}", field=where)
                 continue
             if spec.name == "recalled_order":
                 if value not in ("chronological", "rank"):
@@ -154,8 +167,11 @@ class ContextTemplate:
 
     def recalled(self, hit: Hit) -> str:
         item = hit.item
+        text = item.text
+        if self.resolve_dates and item.kind == "turn":
+            text = _dated(text, item.created_at.date())
         return self.recalled_item.format(
-            text=item.text,
+            text=text,
             date=item.created_at.date().isoformat(),
             datetime=item.created_at.strftime("%Y-%m-%d %H:%M UTC"),
             session=item.session_id or self.unknown_session,
@@ -192,6 +208,13 @@ class ContextTemplate:
     def system_text(self, system_prompt: str | None, block: str) -> str:
         """The merged system message text (``memory_message="merge"``)."""
         return block if system_prompt is None else f"{system_prompt}{self.section_separator}{block}"
+
+
+@lru_cache(maxsize=1024)
+def _dated(text: str, said_on: date) -> str:
+    # A user's recurring memories come back in prompt after prompt, and a long assistant
+    # reply takes ~0.2 ms to scan for dates.
+    return annotate_dates(text, said_on)
 
 
 def _check_placeholders(text: str, allowed: frozenset[str], where: str) -> None:

@@ -27,9 +27,9 @@ from hmem.session.extractive import FIRST_PERSON
 from hmem.types import Hit, MemoryItem
 
 __all__ = [
-    "SESSION_SPAN", "SPECIFIC_TERMS", "Scored", "asks_about_the_user", "best_first", "boosted_scores",
-    "boosts_read_items", "demote_questions", "demote_speaker", "fusion_rrf", "fusion_weighted", "promote_specific",
-    "question_share", "session_support", "specificity", "to_hits",
+    "SESSION_SPAN", "SPECIFIC_TERMS", "Scored", "answered_by_the_user", "asks_about_now", "asks_about_the_user",
+    "asks_for_advice", "best_first", "boosted_scores", "boosts_read_items", "demote_questions", "demote_speaker", "favour_newer",
+    "fusion_rrf", "fusion_weighted", "promote_specific", "question_share", "session_support", "specificity", "to_hits",
 ]
 
 #: Per item id: the score after boosts, and the boosts applied (name -> factor).
@@ -229,6 +229,81 @@ def asks_about_the_user(question: str) -> bool:
     False
     """
     return bool(_ASKER.search(question)) and not _ADDRESSED.search(question)
+
+
+#: A request for advice or a recommendation ("what would you suggest?", 有咩建議).
+_ADVICE = re.compile(r"\b(?:recommend|recommendations?|suggest|suggestions?|ideas?|advice|advise|tips?)\b"
+                     r"|推荐|推介|推薦|建议|建議|主意|点子|點子", re.IGNORECASE)
+#: Words that ask back about advice already given ("what did you recommend", 你当时建议).
+_GIVEN = re.compile(r"\b(?:did|had|earlier|before|previously|last time|gave|suggested|recommended)\b"
+                    r"|当时|當時|之前|上次|那次|以前|那时|那時", re.IGNORECASE)
+
+
+def asks_for_advice(question: str) -> bool:
+    """Whether ``question`` asks the assistant for a recommendation for the asker: it
+    asks for advice, a suggestion or ideas, in the first or second person, and does not
+    ask back about advice already given.
+
+    What suits the user was said by the user: their likes, dislikes, gear and plans. The
+    assistant's earlier replies on the topic echo those at length and crowd them out;
+    "what did you recommend for…" asks for the reply itself, and is left alone. A
+    question in the third person ("What advice does Caroline give?") is a question about
+    someone, not a request.
+
+    >>> asks_for_advice("Which tool would you recommend for drilling my vocabulary?")
+    True
+    >>> asks_for_advice("最近想找点连续剧看，你会推荐什么样的？")
+    True
+    >>> asks_for_advice("你当时建议温度和时长怎么设？"), asks_for_advice("What advice does Caroline give?")
+    (False, False)
+    """
+    return (bool(_ADVICE.search(question)) and not _GIVEN.search(question)
+            and bool(_ASKER.search(question) or _ADDRESSED.search(question)))
+
+
+def answered_by_the_user(question: str) -> bool:
+    """Whether what the user said answers ``question``: it asks about the asker
+    (:func:`asks_about_the_user`) or for advice that suits them (:func:`asks_for_advice`)."""
+    return asks_about_the_user(question) or asks_for_advice(question)
+
+
+#: A question about how things stand now ("these days", "at the moment", 现在, 而家).
+_NOW = re.compile(r"\b(?:now|nowadays|currently|current|these days|at the moment|at present|latest|most recent"
+                  r"|any ?more)\b|现在|現在|目前|眼下|如今|而家|最新|当前|當前", re.IGNORECASE)
+
+
+def asks_about_now(question: str) -> bool:
+    """Whether ``question`` asks how things stand now: "What phone am I using these
+    days?", "Who do I work for now?", 我现在住在哪里？
+
+    >>> asks_about_now("Which city am I living in at the moment?"), asks_about_now("我目前每天吃什么药？")
+    (True, True)
+    >>> asks_about_now("Where did Caroline move from?"), asks_about_now("What do I know about snowboarding?")
+    (False, False)
+    """
+    return bool(_NOW.search(question))
+
+
+def favour_newer(pool: Sequence[str], scored: Scored, said_at: Mapping[str, datetime], weight: float) -> list[str]:
+    """``pool`` best first after each hit's score is multiplied by ``1 + weight × t``,
+    ``t`` being where it was said between the oldest (0) and the newest (1) hit of
+    ``said_at`` — recorded as the factor ``boosts["current"]``. Pure; ``scored`` is
+    updated in place; a pool said all at once is left alone.
+
+    >>> from datetime import UTC
+    >>> scored = {"old": (1.0, {}), "new": (0.9, {})}
+    >>> said = {"old": datetime(2024, 1, 1, tzinfo=UTC), "new": datetime(2024, 6, 1, tzinfo=UTC)}
+    >>> favour_newer(["old", "new"], scored, said, 0.2), scored["new"]
+    (['new', 'old'], (1.08, {'current': 1.2}))
+    """
+    if not said_at:
+        return list(pool)
+    first, last = min(said_at.values()), max(said_at.values())
+    if last <= first:
+        return list(pool)
+    span = (last - first).total_seconds()
+    factors = {d: 1.0 + weight * (when - first).total_seconds() / span for d, when in said_at.items()}
+    return _rescale(pool, scored, factors, "current")
 
 
 def demote_speaker(pool: Sequence[str], scored: Scored, roles: Mapping[str, str | None], weight: float) -> list[str]:

@@ -10,7 +10,8 @@ call asks); then each stage of :attr:`LongTermConfig.stages
 ``feedback``    a second BM25 round with the top hits' own words (off by default)
 ``session``     a hit gains from the best other hit of its sitting
 ``question``    a turn that asks scores down (the answer is the next turn)
-``speaker``     asked in the first person, the assistant's turns score down (the user said it)
+``speaker``     about the asker, or asking advice: the assistant's turns score down
+``current``     asked how things stand now, newer items of the head score up
 ``specific``    a hit holding words rare in the user's archive scores up (off by default)
 ``superseded``  a fact a newer version replaced scores down
 ``mmr``         diversity (only when a call passes ``mmr_lambda``)
@@ -25,9 +26,9 @@ The pure scoring rules they apply live in :mod:`hmem.longterm._rank` and
 Example::
 
     >>> [s.name for s in default_stages()]
-    ['time', 'session', 'question', 'speaker', 'superseded']
+    ['time', 'session', 'question', 'speaker', 'current', 'superseded']
     >>> [s.name for s in default_stages(feedback=Feedback(rounds=2), specific=SpecificAnswers(0.3))]
-    ['time', 'feedback', 'session', 'question', 'speaker', 'specific', 'superseded']
+    ['time', 'feedback', 'session', 'question', 'speaker', 'current', 'specific', 'superseded']
     >>> [s.name for s in default_stages(only=("session", "superseded"))]
     ['session', 'superseded']
 """
@@ -44,12 +45,14 @@ from hmem.longterm import fusion as fz
 from hmem.longterm._rank import (
     SESSION_SPAN,
     Scored,
-    asks_about_the_user,
+    answered_by_the_user,
+    asks_about_now,
     best_first,
     boosted_scores,
     boosts_read_items,
     demote_questions,
     demote_speaker,
+    favour_newer,
     promote_specific,
     question_share,
     session_support,
@@ -65,7 +68,7 @@ if TYPE_CHECKING:
     from hmem.protocols import Embedder, LexicalIndex
 
 __all__ = [
-    "STAGE_NAMES", "Diversity", "Feedback", "QuestionDemotion", "RankStage", "Ranking", "SessionSupport",
+    "STAGE_NAMES", "CurrentState", "Diversity", "Feedback", "QuestionDemotion", "RankStage", "Ranking", "SessionSupport",
     "SpeakerPrior", "SpecificAnswers", "SupersededDemotion", "TimeBoost", "check_stage_names", "default_stages",
 ]
 
@@ -254,23 +257,48 @@ class QuestionDemotion:
 @dataclass(frozen=True, slots=True)
 class SpeakerPrior:
     """A question about the one asking ("Which roaster did I buy from?", 我住在哪里?;
-    :func:`~hmem.longterm._rank.asks_about_the_user`) is answered by what the user said:
-    the assistant's turns of the head score ``1 - weight`` times theirs. A question that
-    addresses the assistant ("the plan you drew up"), or names no one in the first
-    person, is left alone; so are items without a role (facts) and the user's turns.
+    :func:`~hmem.longterm._rank.asks_about_the_user`), or a request for advice that suits
+    them ("what would you suggest for me?"; :func:`~hmem.longterm._rank.asks_for_advice`),
+    is answered by what the user said: the assistant's turns of the head score
+    ``1 - weight`` times theirs. A question about what the assistant said ("the plan you
+    drew up", "what did you recommend"), or in the third person, is left alone; so are
+    items without a role (facts) and the user's turns.
     After session support: an assistant reply still tells which sitting is on the topic."""
 
     weight: float = 0.3
     name: ClassVar[str] = "speaker"
 
     def apply(self, ranking: Ranking) -> None:
-        if not asks_about_the_user(ranking.query):
+        if not answered_by_the_user(ranking.query):
             return
 
         def demote(pool: list[str]) -> list[str]:
             roles = {d: _role(ranking.candidates[d]) for d in pool}
             return demote_speaker(pool, ranking.scored, roles, self.weight)
         ranking.reorder_head(demote)
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentState:
+    """A question about how things stand now ("What phone am I using these days?", 我现在
+    住在哪里？; :func:`~hmem.longterm._rank.asks_about_now`) is answered by the newest
+    of what was said on it: each hit of the head scores up to ``1 + weight`` times more,
+    by where it was said between the head's oldest and newest item
+    (:func:`~hmem.longterm._rank.favour_newer`). A tilt, not a filter: the head's order
+    by topic stays, and an old statement the question matches far better keeps its place.
+    ``superseded`` does this for facts a newer version replaced; a turn has no such link."""
+
+    weight: float = 0.2
+    name: ClassVar[str] = "current"
+
+    def apply(self, ranking: Ranking) -> None:
+        if not asks_about_now(ranking.query):
+            return
+
+        def tilt(pool: list[str]) -> list[str]:
+            said_at = {d: ranking.candidates[d].created_at for d in pool}
+            return favour_newer(pool, ranking.scored, said_at, self.weight)
+        ranking.reorder_head(tilt)
 
 
 def _role(item: MemoryItem) -> str | None:
@@ -345,7 +373,7 @@ class Diversity:
 
 
 #: The default stages' names, in the order they run.
-STAGE_NAMES = ("time", "feedback", "session", "question", "speaker", "specific", "superseded")
+STAGE_NAMES = ("time", "feedback", "session", "question", "speaker", "current", "specific", "superseded")
 
 
 def check_stage_names(names: object, what: str = "recall_stages") -> tuple[str, ...]:
@@ -369,8 +397,8 @@ def check_stage_names(names: object, what: str = "recall_stages") -> tuple[str, 
 def default_stages(
     *, only: Iterable[str] | None = None, time: TimeBoost = TimeBoost(), feedback: Feedback = Feedback(rounds=1),
     session: SessionSupport = SessionSupport(), question: QuestionDemotion = QuestionDemotion(),
-    speaker: SpeakerPrior = SpeakerPrior(), specific: SpecificAnswers = SpecificAnswers(weight=0.0),
-    superseded: SupersededDemotion = SupersededDemotion(),
+    speaker: SpeakerPrior = SpeakerPrior(), current: CurrentState = CurrentState(),
+    specific: SpecificAnswers = SpecificAnswers(weight=0.0), superseded: SupersededDemotion = SupersededDemotion(),
 ) -> tuple[RankStage, ...]:
     """The stages recall runs, in order: the one place that lists them. A stage whose
     weight turns it off (0; ``superseded`` 1; ``feedback`` one round: the defaults of
@@ -382,6 +410,7 @@ def default_stages(
         (session, bool(session.weight)),
         (question, bool(question.weight)),
         (speaker, bool(speaker.weight)),
+        (current, bool(current.weight)),
         (specific, bool(specific.weight)),
         (superseded, superseded.weight < 1.0),
     )

@@ -17,6 +17,7 @@ from hmem._checks import RECALL_WEIGHTS, check_weight
 from hmem.errors import ConfigError, InvalidInput
 from hmem.longterm import fusion as fz
 from hmem.longterm.stages import (
+    CurrentState,
     Feedback,
     QuestionDemotion,
     RankStage,
@@ -84,7 +85,8 @@ class LongTermConfig:
     (:class:`~hmem.longterm.stages.Feedback`), ``session_weight``
     (:class:`~hmem.longterm.stages.SessionSupport`), ``question_weight``
     (:class:`~hmem.longterm.stages.QuestionDemotion`), ``speaker_weight``
-    (:class:`~hmem.longterm.stages.SpeakerPrior`), ``specific_weight`` and
+    (:class:`~hmem.longterm.stages.SpeakerPrior`), ``current_weight``
+    (:class:`~hmem.longterm.stages.CurrentState`), ``specific_weight`` and
     ``specific_share`` (:class:`~hmem.longterm.stages.SpecificAnswers`),
     ``superseded_weight`` (1 = off; :class:`~hmem.longterm.stages.SupersededDemotion`).
     ``feedback`` and ``specific`` are off by default (``feedback_rounds=2``,
@@ -116,6 +118,7 @@ class LongTermConfig:
     session_weight: float = 0.3
     question_weight: float = 0.5
     speaker_weight: float = 0.3
+    current_weight: float = 0.2
     specific_weight: float = 0.0
     specific_share: float = 0.008
     superseded_weight: float = 0.5
@@ -130,7 +133,7 @@ class LongTermConfig:
             only=self.recall_stages, time=TimeBoost(self.time_weight),
             feedback=Feedback(self.feedback_rounds, self.feedback_docs, self.feedback_terms, self.feedback_weight),
             session=SessionSupport(self.session_weight), question=QuestionDemotion(self.question_weight),
-            speaker=SpeakerPrior(self.speaker_weight), specific=SpecificAnswers(self.specific_weight, self.specific_share),
+            speaker=SpeakerPrior(self.speaker_weight), current=CurrentState(self.current_weight), specific=SpecificAnswers(self.specific_weight, self.specific_share),
             superseded=SupersededDemotion(self.superseded_weight))
 
     def __post_init__(self) -> None:

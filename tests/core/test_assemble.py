@@ -284,6 +284,29 @@ def test_template_can_be_replaced(tok: Tokenizer) -> None:
     check_output(ctx, tok, 2000)
 
 
+def test_a_recalled_turn_says_its_relative_dates_as_calendar_dates(tok: Tokenizer) -> None:
+    said = datetime(2023, 5, 8, 18, 0, tzinfo=UTC)  # a Monday
+    turn = MemoryItem(id="t1", user_id="u", text="We hiked Mount Tam last Saturday, and I fly out tomorrow.",
+                      kind="turn", session_id="s1", created_at=said, speaker="user")
+    fact = MemoryItem(id="f1", user_id="u", text="Maya ran a race last Saturday", session_id="s1", created_at=said)
+    dated = MemoryItem(id="t2", user_id="u", text="The wedding is on 7 May 2023.", kind="turn", session_id="s1",
+                       created_at=said)
+    recalled = [Hit(item=turn, score=1.0), Hit(item=fact, score=0.9), Hit(item=dated, score=0.8)]
+    ctx = assemble(chat(), tokenizer=tok, budget=2000, recalled=recalled)
+    memory = ctx.messages[0]["content"]
+    assert "- user: We hiked Mount Tam last Saturday (6 May 2023), and I fly out tomorrow (9 May 2023)." in memory
+    # A fact was dated when it was extracted (hmem.longterm.facts); a date with a year is left as said.
+    assert "- Maya ran a race last Saturday\n" in memory + "\n"
+    assert "- The wedding is on 7 May 2023." in memory
+    check_output(ctx, tok, 2000)
+    # What the report counts is what was rendered, dates included.
+    kept = {i.ref: i.tokens for i in ctx.report.items if i.tier == "recalled"}
+    assert kept["t1"] == tok.count(DEFAULT_TEMPLATE.recalled(recalled[0]))
+    off = assemble(chat(), tokenizer=tok, budget=2000, recalled=recalled,
+                   template=dataclasses.replace(DEFAULT_TEMPLATE, resolve_dates=False))
+    assert "- user: We hiked Mount Tam last Saturday, and I fly out tomorrow." in off.messages[0]["content"]
+
+
 @pytest.mark.parametrize(
     ("field", "kwargs"),
     [
@@ -292,6 +315,8 @@ def test_template_can_be_replaced(tok: Tokenizer) -> None:
         ("template.summary_item", {"summary_item": " "}),
         ("template.memory_message", {"memory_message": "inline"}),
         ("template.profile_header", {"profile_header": 3}),
+        ("template.resolve_dates", {"resolve_dates": "yes"}),
+        ("template.resolve_dates", {"resolve_dates": 1}),
     ],
 )
 def test_bad_templates_are_rejected_when_built(field: str, kwargs: dict[str, Any]) -> None:

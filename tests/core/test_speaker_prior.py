@@ -11,7 +11,7 @@ from hmem.backends.memory.lexical import MemoryLexicalIndex
 from hmem.backends.memory.vectors import MemoryVectorIndex
 from hmem.config import Settings
 from hmem.errors import ConfigError
-from hmem.longterm._rank import Scored, asks_about_the_user, demote_speaker
+from hmem.longterm._rank import Scored, answered_by_the_user, asks_about_the_user, asks_for_advice, demote_speaker
 from hmem.longterm.store import LongTermStore
 from hmem.longterm.types import LongTermConfig
 from tests.core.test_time_boost import SameVector
@@ -38,6 +38,29 @@ def test_a_question_about_the_asker_is_first_person_and_does_not_address_the_ass
     question: str, about_user: bool,
 ) -> None:
     assert asks_about_the_user(question) is about_user
+
+
+@pytest.mark.parametrize(("question", "advice"), [
+    ("Which tool would you recommend for drilling my Japanese vocabulary?", True),
+    ("Can you suggest a few tracks for me to pick up next?", True),
+    ("I want a bookshelf for the living room: what would you suggest?", True),
+    ("Any ideas for my sister's birthday?", True),
+    ("最近想找点连续剧看，你会推荐什么样的？", True),
+    ("想喺我嘅訓練入面加多啲心肺運動，你有咩建議？", True),
+    ("What did you recommend for my knee last spring?", False),  # asks back about advice given
+    ("你当时建议温度和时长怎么设？", False),
+    ("Which app had you suggested for my practice log?", False),
+    ("What advice does Caroline give for getting started with adoption?", False),  # third person: LoCoMo
+    ("Where does James get his ideas from?", False),
+    ("给美琪推荐菜的时候要注意什么？", False),  # no one addressed or asking: a question about someone
+    ("What time is it?", False),
+    ("", False),
+])
+def test_a_request_for_advice_for_the_asker_is_told_from_a_question_about_advice_given(
+    question: str, advice: bool,
+) -> None:
+    assert asks_for_advice(question) is advice
+    assert answered_by_the_user(question) is (advice or asks_about_the_user(question))
 
 
 def test_the_assistants_turns_score_down_by_the_weight_and_it_is_recorded() -> None:
@@ -100,6 +123,17 @@ def test_asked_about_themselves_the_user_finds_their_own_statement_first() -> No
     assert [h.item.source_message_id for h in hits][:2] == ["m1", "m2"]
     for h in hits:  # every assistant turn of the head, and only those, scored down
         assert h.boosts.get("speaker") == (pytest.approx(0.7) if h.item.metadata["role"] == "assistant" else None)
+
+
+def test_asked_for_advice_the_user_finds_what_they_said_they_like_first() -> None:
+    # "you" in the question: asks_about_the_user alone would leave the echo first.
+    question = "Which espresso beans would you recommend I order next?"
+    assert not asks_about_the_user(question)
+    hits = {h.item.source_message_id: h for h in _store(0.3).recall("ana", question, 10)}
+    assert next(iter(hits)) == "m1"
+    assert hits["m2"].boosts.get("speaker") == pytest.approx(0.7) and "speaker" not in hits["m1"].boosts
+    given = _store(0.3).recall("ana", "Which espresso beans did you recommend?", 4)
+    assert [h.item.source_message_id for h in given][:2] == ["m2", "m1"]
 
 
 def test_without_the_stage_or_when_the_assistant_is_asked_the_echo_keeps_its_place() -> None:

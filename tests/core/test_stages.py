@@ -18,7 +18,8 @@ from hmem.longterm.types import LongTermConfig
 def test_the_default_stages_run_in_the_listed_order() -> None:
     # feedback and specific are off by default (docs/bench-ablation.md); turned on, every
     # stage runs in the one listed order.
-    assert tuple(s.name for s in LongTermConfig().stages) == ("time", "session", "question", "speaker", "superseded")
+    assert tuple(s.name for s in LongTermConfig().stages) == ("time", "session", "question", "speaker", "current",
+                                                              "superseded")
     on = LongTermConfig(feedback_rounds=2, specific_weight=0.3)
     assert tuple(s.name for s in on.stages) == STAGE_NAMES
 
@@ -31,7 +32,7 @@ def test_a_subset_keeps_the_canonical_order_whatever_order_it_is_named_in() -> N
 
 def test_a_weight_that_turns_a_stage_off_leaves_it_out() -> None:
     cfg = LongTermConfig(session_weight=0.0, feedback_rounds=1, superseded_weight=1.0, specific_weight=0.3)
-    assert [s.name for s in cfg.stages] == ["time", "question", "speaker", "specific"]
+    assert [s.name for s in cfg.stages] == ["time", "question", "speaker", "current", "specific"]
     assert "speaker" not in [s.name for s in LongTermConfig(speaker_weight=0.0).stages]
 
 
