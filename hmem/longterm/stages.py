@@ -242,14 +242,22 @@ class SessionSupport:
 class QuestionDemotion:
     """A turn that asks ("How did the kids like it?") scores ``1 - weight × share`` times
     its score, share being the part of its sentences that are questions. After session
-    support: a question still tells which session is on the topic, it is only a poor answer."""
+    support: a question still tells which session is on the topic, it is only a poor answer.
+
+    When what the user said answers the question (about the asker, or a request for
+    advice: :func:`~hmem.longterm._rank.answered_by_the_user`), the user's own turns are
+    left alone: a user's request ("is swimming any good for this? I hate gyms") says what
+    they want and like, and the turn after it is the assistant's reply, not theirs."""
 
     weight: float = 0.5
     name: ClassVar[str] = "question"
 
     def apply(self, ranking: Ranking) -> None:
+        spare_user = answered_by_the_user(ranking.query)
+
         def demote(pool: list[str]) -> list[str]:
-            shares = {d: question_share(it.text) for d in pool if (it := ranking.candidates[d]).kind == "turn"}
+            shares = {d: question_share(it.text) for d in pool
+                      if (it := ranking.candidates[d]).kind == "turn" and not (spare_user and _role(it) == "user")}
             return demote_questions(pool, ranking.scored, shares, self.weight)
         ranking.reorder_head(demote)
 

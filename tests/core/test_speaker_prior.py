@@ -142,3 +142,31 @@ def test_without_the_stage_or_when_the_assistant_is_asked_the_echo_keeps_its_pla
     asked = _store(0.3).recall("ana", "What did you say about espresso beans and roasting?", 4)
     assert [h.item.source_message_id for h in asked][:2] == ["m2", "m1"]
     assert all("speaker" not in h.boosts for h in asked)
+
+
+def _asking_store() -> LongTermStore:
+    # One vector for every text: BM25 alone ranks. The user said what they like inside a
+    # request; the question stage alone would score it down as a question.
+    store = LongTermStore(MemoryItemStore(), MemoryVectorIndex(), MemoryLexicalIndex(), SameVector(),
+                          config=LongTermConfig(speaker_weight=0.0, session_weight=0.0, question_weight=0.5))
+    store.archive_turns("ana", "s1", [
+        {"role": "user", "content": "Is swimming any good for cardio? I hate gyms but love the water.", "id": "ask"},
+        {"role": "assistant", "content": "Yes.", "id": "yes"},
+    ])
+    store.archive_turns("ana", "s2", [
+        {"role": "user", "content": "Noted: cardio twice a week, swimming or cycling, no gyms.", "id": "note"},
+        {"role": "assistant", "content": "Good plan.", "id": "ok"},
+    ])
+    for n, said in enumerate(["Lunch was soup again.", "The guitar needs strings.", "We booked the cabin."]):
+        store.archive_turns("ana", f"f{n}", [{"role": "user", "content": said, "id": f"f{n}"}])
+    return store
+
+
+def test_a_users_own_request_is_not_scored_down_as_a_question_when_the_user_answers() -> None:
+    store = _asking_store()
+    # A request for advice for the asker: the user's question-turn keeps its score.
+    hits = {h.item.source_message_id: h for h in store.recall("ana", "What cardio would you suggest, swimming?", 10)}
+    assert "question" not in hits["ask"].boosts
+    # Any other question: the turn that asks is scored down, as before.
+    other = {h.item.source_message_id: h for h in store.recall("ana", "Is swimming good cardio for Tom?", 10)}
+    assert other["ask"].boosts.get("question") == pytest.approx(1 - 0.5 * 0.5)
