@@ -21,7 +21,7 @@ from hmem.assembly.stopping import StopRule, features
 from hmem.errors import BudgetError
 from hmem.longterm.text import tokenize
 from hmem.protocols import Tokenizer
-from hmem.types import TIERS, Hit, Message, ProfileEntry, ReportItem, Tier
+from hmem.types import TIERS, DropReason, Hit, Message, ProfileEntry, ReportItem, Tier
 
 __all__ = ["TRUNCATION_MARKER", "drop_until_fits", "greedy", "memory_candidates", "relevance_floor", "truncate_turn"]
 
@@ -54,7 +54,6 @@ def memory_candidates(
     A turn's relative dates (``template.resolve_dates``) are written out later, by
     :func:`greedy`, and only on a hit whose plain line would fit."""
     template, counter = state.template, state.counter
-    as_said = replace(template, resolve_dates=False) if template.resolve_dates else template
     out: list[Candidate] = []
     if summary is not None:
         if summary.strip():
@@ -82,9 +81,9 @@ def memory_candidates(
         if excerpt_tokens is not None and query:
             passage = excerpt(item.text, query, excerpt_tokens, counter, hit.passage)
             if passage != item.text:
-                whole_tokens = counter.count(as_said.recalled(hit))
+                whole_tokens = counter.count(template.recalled(hit, as_said=True))
                 shown = replace(hit, item=replace(item, text=passage))
-        line = as_said.recalled(shown)
+        line = template.recalled(shown, as_said=True)
         group = template.recalled_group_line(shown)
         if group not in group_tokens:
             group_tokens[group] = counter.count(group) if group else 0
@@ -107,7 +106,7 @@ def memory_candidates(
         else:
             distinct += 1
             said.append(words)
-            if as_said is not template and item.kind == "turn":
+            if template.writes_dates(item):
                 candidate.dated = partial(template.recalled, shown)
         seen.add(item.id)
         out.append(candidate)
@@ -153,11 +152,23 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
     emitted_ids: set[str] = set()
     open_groups: set[str] = set()  # recalled group lines already paid for
     tier_lost_room: Tier | None = None
+
+    def over(tier: Tier, own: int, cost: int) -> DropReason | None:
+        """Why an item of ``own`` tokens (``cost`` with what opening it adds) cannot be kept now."""
+        cap = caps[tier]
+        if cap is not None and spent[tier] + own > cap:
+            # Checked before room: an item its own tier cannot hold must not block lower tiers.
+            return "tier cap"
+        if used + cost > room:
+            return "budget"
+        if tier != "history" and memory_room is not None and memory_used + cost > memory_room:
+            return "memory budget"  # like a cap: a smaller item further down may still fit
+        return None
+
     for candidate in state.candidates:
         tier = candidate.tier
         if tier_lost_room is not None and tier != tier_lost_room:
             blocked = True
-        cap = caps[tier]
         if candidate.reason is not None:  # pre-judged (duplicate)
             continue
         if candidate.source is not None and candidate.source in emitted_ids:
@@ -181,23 +192,12 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
             candidate.cost = cost
             if not block_open:
                 cost += block_open_cost(state)
-            fits = ((cap is None or spent[tier] + candidate.cost <= cap) and used + cost <= room
-                    and (memory_room is None or memory_used + cost <= memory_room))
-            if candidate.dated is not None and not blocked and fits:
+            if candidate.dated is not None and not blocked and over(tier, candidate.cost, cost) is None:
                 # Dates only add words: a line too long plain is judged as it is, unscanned.
                 extra = _write_dates(candidate, counter)
                 candidate.cost, cost = candidate.cost + extra, cost + extra
-        if blocked:
-            candidate.reason = "budget"
-        elif cap is not None and spent[tier] + candidate.cost > cap:
-            # Checked before room: an item its own tier cannot hold must not block lower tiers.
-            candidate.reason = "tier cap"
-        elif used + cost > room:
-            candidate.reason = "budget"
-            tier_lost_room = tier
-        elif tier != "history" and memory_room is not None and memory_used + cost > memory_room:
-            candidate.reason = "memory budget"  # like a cap: a smaller item further down may still fit
-        else:
+        reason = "budget" if blocked else over(tier, candidate.cost, cost)
+        if reason is None:
             candidate.kept = True
             used += cost
             if tier != "history":
@@ -212,6 +212,9 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
                 if candidate.group_line:
                     open_groups.add(candidate.group_line)
             continue
+        candidate.reason = reason
+        if reason == "budget" and not blocked:
+            tier_lost_room = tier
         if tier == "history":
             history_cut = True
 

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from hmem.errors import InvalidInput
 from hmem.longterm.dates import annotate_dates
 from hmem.profile.model import format_value
-from hmem.types import Hit, ProfileEntry, ProfileValue
+from hmem.types import Hit, MemoryItem, ProfileEntry, ProfileValue
 
 __all__ = ["DEFAULT_TEMPLATE", "ContextTemplate", "render_value"]
 
@@ -165,10 +165,15 @@ class ContextTemplate:
             confidence=entry.confidence,
         )
 
-    def recalled(self, hit: Hit) -> str:
+    def writes_dates(self, item: MemoryItem) -> bool:
+        """Whether :meth:`recalled` writes ``item``'s relative dates out (``resolve_dates``, a turn)."""
+        return self.resolve_dates and item.kind == "turn"
+
+    def recalled(self, hit: Hit, *, as_said: bool = False) -> str:
+        """``hit``'s line; ``as_said``: its text as said, relative dates not written out."""
         item = hit.item
         text = item.text
-        if self.resolve_dates and item.kind == "turn":
+        if not as_said and self.writes_dates(item):
             text = _dated(text, item.created_at.date())
         return self.recalled_item.format(
             text=text,
