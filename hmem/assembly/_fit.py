@@ -16,10 +16,10 @@ from dataclasses import replace
 from functools import partial
 
 from hmem.assembly._state import AssemblyState, Candidate, block_open_cost, render_messages
-from hmem.assembly.excerpt import excerpt, near_duplicate
+from hmem.assembly.excerpt import SeenTexts, excerpt
 from hmem.assembly.stopping import StopRule, features
 from hmem.errors import BudgetError
-from hmem.longterm.text import tokenize
+from hmem.longterm.text import term_set
 from hmem.protocols import Tokenizer
 from hmem.types import TIERS, DropReason, Hit, Message, ProfileEntry, ReportItem, Tier
 
@@ -71,7 +71,7 @@ def memory_candidates(
     floor = relevance_floor(hits, relevance_cutoff)
     chances = [stop.chance(x) for x in features(hits)] if stop is not None else [None] * len(hits)
     seen: set[str] = set()
-    said: list[frozenset[str]] = []  # the terms of each distinct hit taken so far
+    said = SeenTexts()  # the terms of each distinct hit taken so far
     group_tokens: dict[str, int] = {}
     distinct = 0
     for hit, chance in zip(hits, chances, strict=True):
@@ -101,11 +101,11 @@ def memory_candidates(
             candidate.reason = "threshold"
         elif max_recalled is not None and distinct >= max_recalled:
             candidate.reason = "recall limit"
-        elif near_duplicate(words := frozenset(tokenize(item.text)), said):  # only hits that would be taken
+        elif said.repeats(words := term_set(item.text)):  # only hits that would be taken
             candidate.reason = "duplicate"
         else:
             distinct += 1
-            said.append(words)
+            said.add(words)
             if template.writes_dates(item):
                 candidate.dated = partial(template.recalled, shown)
         seen.add(item.id)

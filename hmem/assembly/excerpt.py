@@ -21,13 +21,15 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from hmem.errors import InvalidInput
 from hmem.longterm.index_text import key_positions, sentences
 from hmem.longterm.text import tokenize
 from hmem.protocols import Tokenizer
 
-__all__ = ["GAP", "excerpt", "near_duplicate"]
+__all__ = ["GAP", "SeenTexts", "excerpt", "near_duplicate"]
 
 #: Marks text left out of an excerpt.
 GAP = "…"
@@ -82,9 +84,59 @@ def excerpt(text: str, query: str, max_tokens: int, counter: Tokenizer, anchor: 
     return " ".join(out)
 
 
+class SeenTexts:
+    """The term sets of the texts taken so far, asked whether a new one nearly repeats
+    one of them (Jaccard of terms at least ``threshold``): the same memory said twice.
+
+    A question costs the few texts that share a term with its *prefix*, not every text
+    taken: two sets with Jaccard ≥ t share at least ⌈t·|x|⌉ terms, so under one fixed
+    order of terms their first |x| − ⌈t·|x|⌉ + 1 terms meet (prefix filtering, Chaudhuri
+    et al. 2006). The answer is the same as comparing with every text.
+
+    >>> seen = SeenTexts()
+    >>> a = frozenset({"user", "allerg", "peanut"})
+    >>> seen.repeats(a)
+    False
+    >>> seen.add(frozenset({"user", "allerg", "peanut", "sever"})); seen.repeats(a)
+    False
+    >>> seen.add(a); seen.repeats(a)
+    True
+    """
+
+    def __init__(self, threshold: float = 0.8) -> None:
+        if not 0 < threshold <= 1:
+            raise InvalidInput(f"threshold must be a Jaccard in (0, 1], got {threshold!r}", field="threshold")
+        self._threshold = threshold
+        self._sets: list[frozenset[str]] = []
+        self._by_term: dict[str, list[int]] = {}
+
+    def _prefix(self, words: frozenset[str]) -> list[str]:
+        shared = math.ceil(self._threshold * len(words) - 1e-9)  # the overlap a repeat must have
+        return sorted(words)[: len(words) - shared + 1]
+
+    def repeats(self, words: frozenset[str]) -> bool:
+        """Whether ``words`` overlaps a text added before by at least the threshold."""
+        if not words:
+            return False
+        size, t = len(words), self._threshold
+        near = {i for term in self._prefix(words) for i in self._by_term.get(term, ())}
+        return any(min(size, len(other)) >= t * max(size, len(other))
+                   and len(words & other) / len(words | other) >= t
+                   for other in (self._sets[i] for i in sorted(near)))
+
+    def add(self, words: frozenset[str]) -> None:
+        """Take ``words`` (an empty set repeats nothing and is not kept)."""
+        if not words:
+            return
+        index = len(self._sets)
+        self._sets.append(words)
+        for term in self._prefix(words):
+            self._by_term.setdefault(term, []).append(index)
+
+
 def near_duplicate(words: frozenset[str], seen: Sequence[frozenset[str]], threshold: float = 0.8) -> bool:
     """Whether ``words`` (a text's terms) overlaps one of ``seen`` by at least
-    ``threshold`` (Jaccard): the same memory said twice.
+    ``threshold`` (Jaccard): :meth:`SeenTexts.repeats` for a list at hand.
 
     >>> a = frozenset({"user", "allerg", "peanut"})
     >>> near_duplicate(a, [frozenset({"user", "allerg", "peanut", "sever"})]), near_duplicate(a, [])
@@ -92,9 +144,7 @@ def near_duplicate(words: frozenset[str], seen: Sequence[frozenset[str]], thresh
     >>> near_duplicate(a, [a])
     True
     """
-    if not words:
-        return False
-    size = len(words)
-    # Jaccard is at most min/max of the sizes: most pairs are ruled out without a set operation.
-    return any(min(size, len(other)) >= threshold * max(size, len(other))
-               and len(words & other) / len(words | other) >= threshold for other in seen if other)
+    index = SeenTexts(threshold)
+    for other in seen:
+        index.add(other)
+    return index.repeats(words)

@@ -106,7 +106,7 @@ def resolve_dates(text: str, anchor: date) -> tuple[DateSpan, ...]:
     if not isinstance(text, str):
         raise InvalidInput(f"text must be a string, got {type(text).__name__}", field="text")
     day = _anchor_day(anchor)
-    if not TRIGGER.search(text):
+    if not TRIGGER.search(text.lower()):
         return ()
     return tuple(DateSpan((s, e), start, end, gran) for s, e, start, end, gran in find(RULES, text, day))
 

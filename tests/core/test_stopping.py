@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from hmem._options import MemoryOptions
 from hmem.assembly.assemble import assemble
-from hmem.assembly.excerpt import GAP, excerpt, near_duplicate
+from hmem.assembly.excerpt import GAP, SeenTexts, excerpt, near_duplicate
 from hmem.assembly.stopping import DEFAULT_STOP, StopRule, features
 from hmem.errors import InvalidInput
 from hmem.longterm.text import tokenize
@@ -171,6 +171,31 @@ def test_near_duplicate_is_jaccard_of_terms() -> None:
     assert near_duplicate(a, [frozenset(tokenize("I'm allergic to peanuts!"))])
     assert not near_duplicate(a, [frozenset(tokenize("My sister is allergic to shellfish"))])
     assert not near_duplicate(frozenset(), [frozenset()])
+
+
+def _brute_repeats(words: frozenset[str], seen: list[frozenset[str]], t: float) -> bool:
+    return bool(words) and any(other and len(words & other) / len(words | other) >= t for other in seen)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.frozensets(st.sampled_from("abcdefghijklmnop"), max_size=12), min_size=1, max_size=25),
+       st.sampled_from([0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0]))
+def test_seen_texts_answers_as_comparing_with_every_text(sets: list[frozenset[str]], threshold: float) -> None:
+    # Prefix filtering looks at a few candidates only; it must find every repeat the
+    # all-pairs comparison finds (thresholds whose products with sizes are whole numbers
+    # included: 0.8 x 5, 0.75 x 4), and no other.
+    seen = SeenTexts(threshold)
+    taken: list[frozenset[str]] = []
+    for words in sets:
+        assert seen.repeats(words) == _brute_repeats(words, taken, threshold)
+        seen.add(words)
+        taken.append(words)
+
+
+@pytest.mark.parametrize("threshold", [0, -0.1, 1.5, math.nan])
+def test_seen_texts_refuses_a_threshold_outside_0_1(threshold: float) -> None:
+    with pytest.raises(InvalidInput, match="threshold"):
+        SeenTexts(threshold)
 
 
 @pytest.mark.parametrize(("field", "value"), [("stop", "yes"), ("memory_budget", -1), ("memory_budget", 2.5),
