@@ -27,6 +27,8 @@ SAMPLE_SETS = {
     "mixed-test": Path(__file__).resolve().parents[1] / "data" / "test" / "conversations",
     "paraphrase-test": Path(__file__).resolve().parents[1] / "data" / "test" / "paraphrase",
     "assistant2-test": Path(__file__).resolve().parents[1] / "data" / "test" / "assistant2",
+    "paraphrase-dev": Path(__file__).resolve().parents[1] / "data" / "dev" / "paraphrase",
+    "paraphrase2-test": Path(__file__).resolve().parents[1] / "data" / "test" / "paraphrase2",
 }
 DATASETS = ("locomo", *SAMPLE_SETS)
 
@@ -35,7 +37,9 @@ def load_dataset(name: str) -> EvalDataset:
     """``"locomo"`` (the dev split under ../shared/data/locomo) or a sample-format set of
     :data:`SAMPLE_SETS`: ``"sample"`` (data/), ``"assistant"`` (../shared/data/assistant),
     and the held-out ``"assistant-test"``, ``"mixed-test"``, ``"paraphrase-test"``,
-    ``"assistant2-test"`` (written 2026-12-05, after the ``speaker`` stage, blind to the code)."""
+    ``"assistant2-test"`` (written 2026-12-05, after the ``speaker`` stage, blind to the code);
+    ``"paraphrase-dev"`` (data/dev/paraphrase) and the held-out ``"paraphrase2-test"``:
+    questions that share almost no words with their evidence (written 2026-12-06, blind)."""
     if name == "locomo":
         return load_locomo(default_locomo_dir() / "locomo_dev.json")
     return load_sample(SAMPLE_SETS[name])

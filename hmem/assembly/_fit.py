@@ -91,7 +91,7 @@ def memory_candidates(
         candidate = Candidate(
             "recalled", [(item.id, tokens)], 0, line=line, source=item.source_message_id,
             when=(item.created_at, item.id), group_line=group, group_tokens=group_tokens[group],
-            chance=chance, whole_tokens=whole_tokens,
+            chance=chance, whole_tokens=whole_tokens, whole_turn=item.kind == "turn" and whole_tokens is None,
         )
         if item.id in seen or (item.source_message_id or "") in emitted:
             candidate.reason = "duplicate"
@@ -172,7 +172,9 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
         if candidate.reason is not None:  # pre-judged (duplicate)
             continue
         if candidate.source is not None and candidate.source in emitted_ids:
-            candidate.reason = "duplicate"  # its source message is already in the kept history
+            # Its source message is already in the prompt: in the kept history, or recalled
+            # whole (a fact restates part of the turn it was drawn from).
+            candidate.reason = "duplicate"
             continue
         if tier == "history":
             if history_cut:
@@ -209,6 +211,8 @@ def greedy(state: AssemblyState, room: int, caps: Mapping[Tier, int | None], mem
             else:
                 block_open = True
                 open_sections.add(tier)
+                if candidate.whole_turn and candidate.source is not None:
+                    emitted_ids.add(candidate.source)
                 if candidate.group_line:
                     open_groups.add(candidate.group_line)
             continue

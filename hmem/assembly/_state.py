@@ -32,6 +32,7 @@ class Candidate:
     group: int | None = None  # index into the history groups
     line: str | None = None
     source: str | None = None  # a recalled item's source message id
+    whole_turn: bool = False  # a recalled turn shown whole: a fact drawn from it says nothing more
     when: tuple[datetime, str] | None = None  # a recalled item's (created_at, id): chronological order
     group_line: str = ""  # a recalled item's group line (date and session), "" = none
     group_tokens: int = 0  # count(group_line)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from hmem.errors import InvalidInput
 from hmem.longterm.index_text import key_positions, sentences
-from hmem.longterm.text import tokenize
+from hmem.longterm.text import SAME_WORDING, tokenize
 from hmem.protocols import Tokenizer
 
 __all__ = ["GAP", "SeenTexts", "excerpt", "near_duplicate"]
@@ -103,7 +103,7 @@ class SeenTexts:
     True
     """
 
-    def __init__(self, threshold: float = 0.8) -> None:
+    def __init__(self, threshold: float = SAME_WORDING) -> None:
         if not 0 < threshold <= 1:
             raise InvalidInput(f"threshold must be a Jaccard in (0, 1], got {threshold!r}", field="threshold")
         self._threshold = threshold
@@ -134,7 +134,7 @@ class SeenTexts:
             self._by_term.setdefault(term, []).append(index)
 
 
-def near_duplicate(words: frozenset[str], seen: Sequence[frozenset[str]], threshold: float = 0.8) -> bool:
+def near_duplicate(words: frozenset[str], seen: Sequence[frozenset[str]], threshold: float = SAME_WORDING) -> bool:
     """Whether ``words`` (a text's terms) overlaps one of ``seen`` by at least
     ``threshold`` (Jaccard): :meth:`SeenTexts.repeats` for a list at hand.
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from hmem.longterm.text import same_wording
 from hmem.protocols import ItemStore, ScoredId, VectorIndex
 from hmem.types import MemoryItem
 
@@ -55,17 +56,25 @@ def neighbours_of(vectors: VectorIndex, user_id: str, queries: Sequence[Sequence
 
 def near_duplicate(
     items: ItemStore, user_id: str, kind: str, vec: Sequence[float], near: Sequence[ScoredId], *, threshold: float,
-    pending: Mapping[str, tuple[MemoryItem, Any]], batch_vecs: Sequence[tuple[str, Any]],
+    pending: Mapping[str, tuple[MemoryItem, Any]], batch_vecs: Sequence[tuple[str, Any]], text: str | None = None,
 ) -> tuple[MemoryItem | None, float | None]:
     """The most similar item of ``kind`` at or above ``threshold`` (and its cosine), or
     ``(None, None)``: among the earlier entries of this batch (``batch_vecs``, their
-    items in ``pending``) and the stored neighbours ``near``."""
+    items in ``pending``) and the stored neighbours ``near``. With ``text`` (the new
+    entry's), only an item in the same wording counts (:func:`~hmem.longterm.text.same_wording`):
+    a cosine alone merges two different events of one shape (multilingual-e5 puts
+    "went to a support group yesterday" and "went to a conference two days ago" at 0.97),
+    and a merge keeps one wording only, where a missed merge costs one more item."""
     q = np.asarray(vec, dtype=np.float32)
     best: tuple[MemoryItem | None, float | None] = (None, None)
+
+    def same(item: MemoryItem) -> bool:
+        return item.kind == kind and (text is None or same_wording(text, item.text))
+
     for item_id, other in batch_vecs:  # earlier entries of this same batch
         sim = float(q @ other)
         item = pending[item_id][0]
-        if item.kind == kind and sim >= threshold and (best[1] is None or sim > best[1]):
+        if sim >= threshold and (best[1] is None or sim > best[1]) and same(item):
             best = (item, sim)
     candidates = [h for h in near if h.score >= threshold]
     found_items = items.get(user_id, [h.id for h in candidates if h.id not in pending]) if candidates else {}
@@ -73,6 +82,6 @@ def near_duplicate(
         if hit.score < threshold or (best[1] is not None and hit.score <= best[1]):
             continue
         found = pending[hit.id][0] if hit.id in pending else found_items.get(hit.id)
-        if found is not None and found.kind == kind:  # a stale index id has no item: ignore it
+        if found is not None and same(found):  # a stale index id has no item: ignore it
             best = (found, hit.score)
     return best

@@ -220,7 +220,8 @@ class LongTermStore:
             if i >= dedup_from and threshold is not None and CLAIM_KEY not in e.metadata:
                 # A version of a claim is never merged into another: it supersedes it (below).
                 target, sim = near_duplicate(
-                    self.items, user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs)
+                    self.items, user_id, e.kind, vec, near, threshold=threshold, pending=final, batch_vecs=batch_vecs,
+                    text=e.text)
             if target is None:
                 item = new_item(user_id, e, new_item_id(user_id, e), now)
                 results[i] = RememberResult("stored", item)

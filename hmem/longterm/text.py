@@ -43,7 +43,9 @@ __all__ = [
     "CHINESE_STOPWORDS",
     "DEFAULT_CJK_MODE",
     "ENGLISH_STOPWORDS",
+    "SAME_WORDING",
     "CjkMode",
+    "same_wording",
     "stemmer_name",
     "term_set",
     "tokenize",
@@ -151,6 +153,25 @@ def term_set(text: str, *, stem: bool = True, cjk: CjkMode = DEFAULT_CJK_MODE) -
     if len(text) > TERM_SET_CACHED_CHARS:
         return frozenset(tokenize(text, stem=stem, cjk=cjk))
     return _cached_term_set(text, stem, cjk)
+
+
+#: Two texts whose terms overlap this much (Jaccard of :func:`term_set`) say the same thing
+#: in the same words: the write path merges a near-duplicate fact only then, and the
+#: assembler renders such a memory once.
+SAME_WORDING = 0.8
+
+
+def same_wording(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` share at least :data:`SAME_WORDING` of their terms (Jaccard).
+
+    >>> same_wording("I'm allergic to peanuts.", "I am ALLERGIC to peanuts")
+    True
+    >>> same_wording("Caroline went to an LGBTQ support group yesterday",
+    ...              "Caroline went to an LGBTQ conference two days ago")
+    False
+    """
+    x, y = term_set(a), term_set(b)
+    return bool(x | y) and len(x & y) / len(x | y) >= SAME_WORDING
 
 
 @lru_cache(maxsize=8192)

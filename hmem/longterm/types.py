@@ -61,8 +61,8 @@ class LongTermConfig:
     """Tunables of :class:`~hmem.longterm.store.LongTermStore` (all optional).
 
     Writes: ``near_duplicate_threshold`` is the cosine at or above which a new fact of the
-    same user and kind updates the existing item (``None`` disables; never applied to
-    archived turns); on such an update ``near_duplicate_policy`` ``"keep"`` keeps the
+    same user and kind, in the same wording (terms overlapping ≥ 80 %), updates the
+    existing item (``None`` disables; never applied to archived turns); on such an update ``near_duplicate_policy`` ``"keep"`` keeps the
     stored wording (the dedup anchor never drifts) or ``"replace"`` takes the new one;
     importance becomes the max, metadata is merged. ``max_items_per_user`` caps retention
     (``None`` = unlimited): past it the lowest ``importance × 0.5**(age/retention_half_life)``

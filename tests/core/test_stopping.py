@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -172,6 +173,30 @@ def test_near_duplicate_is_jaccard_of_terms() -> None:
     assert not near_duplicate(a, [frozenset(tokenize("My sister is allergic to shellfish"))])
     assert not near_duplicate(frozenset(), [frozenset()])
 
+
+
+def _said(i: int, text: str, kind: str, source: str, score: float) -> Hit:
+    item = MemoryItem(id=f"{kind}{i}", user_id="u", text=text, kind=kind, created_at=T0 + timedelta(days=i),
+                      source_message_id=source, speaker="user" if kind == "turn" else None)
+    return Hit(item=item, score=score, lexical_rank=i + 1, dense_rank=i + 1)
+
+
+def test_a_fact_is_not_shown_beside_the_whole_turn_it_was_drawn_from() -> None:
+    turn = _said(0, "I went to a LGBTQ support group yesterday and it was so powerful.", "turn", "D1:3", 0.9)
+    fact = _said(1, "Caroline went to a LGBTQ support group yesterday (7 May 2023)", "event", "D1:3", 0.8)
+    other = _said(2, "Caroline went to an LGBTQ conference two days ago (6 July 2023)", "event", "D7:1", 0.7)
+    ctx = assemble(QUESTION, tokenizer=TOK, budget=4000, recalled=[turn, fact, other])
+    fates = {r.ref: (r.kept, r.reason) for r in ctx.report.items if r.tier == "recalled"}
+    assert fates == {"turn0": (True, None), "event1": (False, "duplicate"), "event2": (True, None)}
+    # The other way round, the turn says more than the fact: both are shown.
+    ctx = assemble(QUESTION, tokenizer=TOK, budget=4000, recalled=[replace(fact, score=0.95), turn])
+    assert [r.kept for r in ctx.report.items if r.tier == "recalled"] == [True, True]
+    # A turn shown as an excerpt may have left the fact's sentence out: the fact stays.
+    long_turn = replace(turn, item=replace(turn.item, text=" ".join(["Filler about the weather."] * 60)
+                                           + " I went to a LGBTQ support group yesterday."))
+    ctx = assemble(QUESTION, tokenizer=TOK, budget=4000, recalled=[long_turn, fact], excerpt_tokens=40,
+                   query="support group")
+    assert [r.kept for r in ctx.report.items if r.tier == "recalled"] == [True, True]
 
 def _brute_repeats(words: frozenset[str], seen: list[frozenset[str]], t: float) -> bool:
     return bool(words) and any(other and len(words & other) / len(words | other) >= t for other in seen)

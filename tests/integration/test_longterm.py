@@ -89,9 +89,14 @@ def test_near_duplicate_threshold_is_configurable(tmp_path: Path) -> None:
     stack = make_stack("memory", tmp_path, LongTermConfig(near_duplicate_threshold=None))
     stack.store.remember("u1", "I'm allergic to peanuts.")
     assert stack.store.remember("u1", "I am allergic to peanuts.").status == "stored"
-    loose = make_stack("memory", tmp_path, LongTermConfig(near_duplicate_threshold=0.9))
+    strict = make_stack("memory", tmp_path / "strict", LongTermConfig(near_duplicate_threshold=0.999))
+    strict.store.remember("u1", "I'm allergic to peanuts.")
+    assert strict.store.remember("u1", "I am allergic to peanuts.").status == "stored"
+    # However low the threshold, a fact in other words is not merged: "Germany" would be lost.
+    loose = make_stack("memory", tmp_path / "loose", LongTermConfig(near_duplicate_threshold=0.5))
     loose.store.remember("u1", "I live in Berlin.")
-    assert loose.store.remember("u1", "I live in Berlin, Germany.").status == "updated"
+    assert loose.store.remember("u1", "I live in Berlin, Germany.").status == "stored"
+    assert loose.store.remember("u1", "I LIVE IN BERLIN!!").status in ("updated", "skipped")
 
 
 def test_archive_turns_verbatim_idempotent_and_traceable(stack: Stack) -> None:
