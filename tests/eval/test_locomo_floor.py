@@ -123,4 +123,6 @@ def test_cross_lingual_test_set_stays_above_the_floor() -> None:
                    progress=False).configs["default"].report.overall
     for k, floor in CROSS_LINGUAL_FLOOR.items():
         assert (on.recall[k] or 0.0) >= floor, (k, on.recall[k])
-        assert (on.recall[k] or 0.0) > (off.recall[k] or 0.0) + 0.1, (k, on.recall[k], off.recall[k])
+        # Since write-time merges need the same wording (2026-12-06), fewer facts are lost
+        # without the dictionary too: R@25 57.4 with it against 49.1 without (was 43.5).
+        assert (on.recall[k] or 0.0) > (off.recall[k] or 0.0) + 0.05, (k, on.recall[k], off.recall[k])
